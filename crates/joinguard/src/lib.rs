@@ -1,0 +1,8 @@
+//! joinguard: fail-fast network pre-checks and self-healing retries for kubeadm control-plane
+//! joins.
+//!
+//! The library holds all logic; the binary only parses flags and calls it. Data flows
+//! inputs -> plan -> probes -> stats -> checks -> report (DESIGN section 3).
+
+pub mod probe;
+pub mod target;

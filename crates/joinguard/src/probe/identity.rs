@@ -1,0 +1,492 @@
+//! TLS material: CA bundles and client identities loaded from PEM files, and the rustls client
+//! configurations built from them.
+//!
+//! This module owns reading `--etcd-cacert`, `--etcd-cert`, `--etcd-key` and `--apiserver-cacert`
+//! and turning them into typed values. Its errors name the flag and say what was expected, so the
+//! CLI can print them as they are and exit 2. It does no network I/O and never logs key material:
+//! private-key buffers are zeroized on drop, and `Debug` of a [`ClientIdentity`] shows the
+//! certificate only.
+
+use std::fmt;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::sign::CertifiedKey;
+use rustls::{ClientConfig, RootCertStore};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use zeroize::Zeroizing;
+
+/// ALPN protocol id of HTTP/2, which etcd's gRPC listener requires (etcd sets `NextProtos =
+/// ["h2"]` on its TLS listeners, `client/pkg/transport/listener.go`).
+pub const ALPN_H2: &[u8] = b"h2";
+/// ALPN protocol id of HTTP/1.1, for `/readyz` and `/raft/probing`.
+pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+
+/// The command-line flag a piece of TLS material came from. Errors name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TlsFlag {
+    /// `--etcd-cacert`: the etcd CA bundle.
+    EtcdCacert,
+    /// `--etcd-cert`: the etcd client certificate.
+    EtcdCert,
+    /// `--etcd-key`: the etcd client private key.
+    EtcdKey,
+    /// `--apiserver-cacert`: the cluster CA that signs the API server certificate.
+    ApiserverCacert,
+}
+
+impl TlsFlag {
+    /// The flag as typed on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsFlag::EtcdCacert => "--etcd-cacert",
+            TlsFlag::EtcdCert => "--etcd-cert",
+            TlsFlag::EtcdKey => "--etcd-key",
+            TlsFlag::ApiserverCacert => "--apiserver-cacert",
+        }
+    }
+}
+
+impl fmt::Display for TlsFlag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why TLS material could not be loaded. Every variant names the flag; the CLI maps all of them to
+/// exit 2 (invalid input).
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("{flag} {}: cannot read the file ({source}); expected a readable PEM file", path.display())]
+    Unreadable {
+        flag: TlsFlag,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{flag} {}: not a PEM file ({reason}); expected {expected}", path.display())]
+    NotPem {
+        flag: TlsFlag,
+        path: PathBuf,
+        reason: String,
+        expected: &'static str,
+    },
+    #[error("{flag} {}: the PEM file holds no certificate; expected at least one \"BEGIN CERTIFICATE\" block", path.display())]
+    NoCertificate { flag: TlsFlag, path: PathBuf },
+    #[error("{flag} {}: the PEM file holds no private key; expected one \"BEGIN (RSA |EC )?PRIVATE KEY\" block{hint}", path.display())]
+    NoKey {
+        flag: TlsFlag,
+        path: PathBuf,
+        /// Extra advice, e.g. that encrypted keys are not supported.
+        hint: &'static str,
+    },
+    #[error("{flag} {}: certificate is not valid X.509 ({reason})", path.display())]
+    BadCertificate {
+        flag: TlsFlag,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("{flag} {}: private key is not usable ({reason}); expected an RSA, ECDSA or Ed25519 key", path.display())]
+    BadKey {
+        flag: TlsFlag,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("{flag} {}: the private key does not match the certificate in {} (--etcd-cert); expected the key the certificate was issued for", key_path.display(), cert_path.display())]
+    KeyMismatch {
+        /// Always [`TlsFlag::EtcdKey`]: the key is what the operator should check first.
+        flag: TlsFlag,
+        key_path: PathBuf,
+        cert_path: PathBuf,
+    },
+    #[error("{flag}: cannot build a TLS client configuration ({reason})")]
+    Config { flag: TlsFlag, reason: String },
+}
+
+impl IdentityError {
+    /// The flag whose value is at fault.
+    pub fn flag(&self) -> TlsFlag {
+        match self {
+            IdentityError::Unreadable { flag, .. }
+            | IdentityError::NotPem { flag, .. }
+            | IdentityError::NoCertificate { flag, .. }
+            | IdentityError::NoKey { flag, .. }
+            | IdentityError::BadCertificate { flag, .. }
+            | IdentityError::BadKey { flag, .. }
+            | IdentityError::KeyMismatch { flag, .. }
+            | IdentityError::Config { flag, .. } => *flag,
+        }
+    }
+}
+
+/// The crypto provider every joinguard TLS connection uses. Explicit, so no process-wide default
+/// has to be installed (and a second rustls provider in the build cannot make it ambiguous).
+pub fn crypto_provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Trust anchors: the certificates of one CA file.
+#[derive(Clone)]
+pub struct CaBundle {
+    flag: TlsFlag,
+    path: PathBuf,
+    pem: Vec<u8>,
+    certs: Vec<CertificateDer<'static>>,
+    roots: Arc<RootCertStore>,
+}
+
+impl fmt::Debug for CaBundle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaBundle")
+            .field("flag", &self.flag)
+            .field("path", &self.path)
+            .field("certs", &self.certs.len())
+            .finish()
+    }
+}
+
+impl CaBundle {
+    /// Reads a CA bundle from `path`, given with `flag`.
+    pub fn load(flag: TlsFlag, path: &Path) -> Result<Self, IdentityError> {
+        let pem = read_file(flag, path)?;
+        Self::from_pem(flag, path, pem)
+    }
+
+    /// Parses a CA bundle from PEM bytes; `path` is only used in error messages.
+    pub fn from_pem(flag: TlsFlag, path: &Path, pem: Vec<u8>) -> Result<Self, IdentityError> {
+        let certs = parse_certs(flag, path, &pem, "a PEM file with the CA certificate")?;
+        let mut roots = RootCertStore::empty();
+        for cert in &certs {
+            roots
+                .add(cert.clone())
+                .map_err(|e| IdentityError::BadCertificate {
+                    flag,
+                    path: path.to_owned(),
+                    reason: format!("not usable as a trust anchor: {e}"),
+                })?;
+        }
+        Ok(CaBundle {
+            flag,
+            path: path.to_owned(),
+            pem,
+            certs,
+            roots: Arc::new(roots),
+        })
+    }
+
+    /// The flag this bundle came from.
+    pub fn flag(&self) -> TlsFlag {
+        self.flag
+    }
+
+    /// The file this bundle came from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The PEM text as read (for etcd-client, which takes PEM).
+    pub fn pem(&self) -> &[u8] {
+        &self.pem
+    }
+
+    /// The CA certificates, DER.
+    pub fn certs(&self) -> &[CertificateDer<'static>] {
+        &self.certs
+    }
+
+    /// The trust anchors as a rustls root store.
+    pub fn roots(&self) -> Arc<RootCertStore> {
+        self.roots.clone()
+    }
+}
+
+/// A client certificate chain and its private key (`--etcd-cert`, `--etcd-key`).
+///
+/// The key is checked against the certificate when loaded. Key bytes (PEM and DER) are zeroized
+/// when the identity is dropped; `Debug` never shows them.
+pub struct ClientIdentity {
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    cert_pem: Vec<u8>,
+    key_pem: Zeroizing<Vec<u8>>,
+    chain: Vec<CertificateDer<'static>>,
+    certified: Arc<CertifiedKey>,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("cert_path", &self.cert_path)
+            .field("key_path", &self.key_path)
+            .field("chain", &self.chain.len())
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+impl ClientIdentity {
+    /// Reads `--etcd-cert` and `--etcd-key` and checks that the key belongs to the certificate.
+    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, IdentityError> {
+        let cert_pem = read_file(TlsFlag::EtcdCert, cert_path)?;
+        let key_pem = Zeroizing::new(read_file(TlsFlag::EtcdKey, key_path)?);
+        Self::from_pem(cert_path, cert_pem, key_path, key_pem)
+    }
+
+    /// Builds an identity from PEM bytes; the paths are only used in error messages.
+    pub fn from_pem(
+        cert_path: &Path,
+        cert_pem: Vec<u8>,
+        key_path: &Path,
+        key_pem: Zeroizing<Vec<u8>>,
+    ) -> Result<Self, IdentityError> {
+        let chain = parse_certs(
+            TlsFlag::EtcdCert,
+            cert_path,
+            &cert_pem,
+            "a PEM file with the client certificate",
+        )?;
+        let key = parse_key(key_path, &key_pem)?;
+        let signing_key = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| {
+            IdentityError::BadKey {
+                flag: TlsFlag::EtcdKey,
+                path: key_path.to_owned(),
+                reason: e.to_string(),
+            }
+        })?;
+        // `key` (a `PrivateKeyDer`) zeroizes itself on drop; ring keeps its own copy.
+        drop(key);
+        let certified = CertifiedKey::new(chain.clone(), signing_key);
+        match certified.keys_match() {
+            Ok(()) => {}
+            // The provider cannot derive a public key for this key type: nothing to compare.
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+                return Err(IdentityError::KeyMismatch {
+                    flag: TlsFlag::EtcdKey,
+                    key_path: key_path.to_owned(),
+                    cert_path: cert_path.to_owned(),
+                });
+            }
+            Err(e) => {
+                return Err(IdentityError::BadCertificate {
+                    flag: TlsFlag::EtcdCert,
+                    path: cert_path.to_owned(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+        Ok(ClientIdentity {
+            cert_path: cert_path.to_owned(),
+            key_path: key_path.to_owned(),
+            cert_pem,
+            key_pem,
+            chain,
+            certified: Arc::new(certified),
+        })
+    }
+
+    /// The certificate chain, leaf first.
+    pub fn chain(&self) -> &[CertificateDer<'static>] {
+        &self.chain
+    }
+
+    /// The certificate PEM text (for etcd-client).
+    pub fn cert_pem(&self) -> &[u8] {
+        &self.cert_pem
+    }
+
+    /// The key PEM text (for etcd-client, which takes PEM). Do not log or copy it around.
+    pub fn key_pem(&self) -> &[u8] {
+        &self.key_pem
+    }
+
+    /// The chain and signing key, as rustls presents them.
+    pub fn certified_key(&self) -> Arc<CertifiedKey> {
+        self.certified.clone()
+    }
+}
+
+/// Builds a rustls client configuration that verifies the server against `ca`, presents
+/// `identity` when the server asks for a client certificate, and offers `alpn` (e.g.
+/// `&[ALPN_H2]` for etcd gRPC). Session resumption is disabled so that every handshake a probe
+/// times is a full one.
+pub fn client_config(
+    ca: &CaBundle,
+    identity: Option<&ClientIdentity>,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, IdentityError> {
+    let builder = ClientConfig::builder_with_provider(crypto_provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| IdentityError::Config {
+            flag: ca.flag,
+            reason: e.to_string(),
+        })?
+        .with_root_certificates(ca.roots());
+    let mut config = match identity {
+        Some(id) => builder.with_client_cert_resolver(Arc::new(
+            rustls::client::AlwaysResolvesClientRawPublicKeys::new(id.certified_key()),
+        )),
+        None => builder.with_no_client_auth(),
+    };
+    // `AlwaysResolvesClientRawPublicKeys` would send raw keys only if negotiated; it presents the
+    // X.509 chain otherwise. Use the plain resolver to be unambiguous.
+    if let Some(id) = identity {
+        config.client_auth_cert_resolver = Arc::new(SingleIdentity(id.certified_key()));
+    }
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(Arc::new(config))
+}
+
+/// Presents one fixed certificate chain whenever the server asks.
+#[derive(Debug)]
+pub(crate) struct SingleIdentity(pub(crate) Arc<CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for SingleIdentity {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+fn read_file(flag: TlsFlag, path: &Path) -> Result<Vec<u8>, IdentityError> {
+    std::fs::read(path).map_err(|source| IdentityError::Unreadable {
+        flag,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn parse_certs(
+    flag: TlsFlag,
+    path: &Path,
+    pem: &[u8],
+    expected: &'static str,
+) -> Result<Vec<CertificateDer<'static>>, IdentityError> {
+    let mut certs = Vec::new();
+    let mut items = 0usize;
+    for item in rustls_pemfile::read_all(&mut BufReader::new(pem)) {
+        let item = item.map_err(|e| IdentityError::NotPem {
+            flag,
+            path: path.to_owned(),
+            reason: e.to_string(),
+            expected,
+        })?;
+        items += 1;
+        if let rustls_pemfile::Item::X509Certificate(der) = item {
+            certs.push(der);
+        }
+    }
+    if items == 0 {
+        return Err(IdentityError::NotPem {
+            flag,
+            path: path.to_owned(),
+            reason: "no PEM block found".into(),
+            expected,
+        });
+    }
+    if certs.is_empty() {
+        return Err(IdentityError::NoCertificate {
+            flag,
+            path: path.to_owned(),
+        });
+    }
+    for der in &certs {
+        x509_parser::parse_x509_certificate(der).map_err(|e| IdentityError::BadCertificate {
+            flag,
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+    }
+    Ok(certs)
+}
+
+fn parse_key(path: &Path, pem: &[u8]) -> Result<PrivateKeyDer<'static>, IdentityError> {
+    let flag = TlsFlag::EtcdKey;
+    let mut items = 0usize;
+    let mut key = None;
+    for item in rustls_pemfile::read_all(&mut BufReader::new(pem)) {
+        let item = item.map_err(|e| IdentityError::NotPem {
+            flag,
+            path: path.to_owned(),
+            reason: e.to_string(),
+            expected: "a PEM file with the client private key",
+        })?;
+        items += 1;
+        let found = match item {
+            rustls_pemfile::Item::Pkcs1Key(k) => Some(PrivateKeyDer::Pkcs1(k)),
+            rustls_pemfile::Item::Pkcs8Key(k) => Some(PrivateKeyDer::Pkcs8(k)),
+            rustls_pemfile::Item::Sec1Key(k) => Some(PrivateKeyDer::Sec1(k)),
+            _ => None,
+        };
+        if key.is_none() {
+            key = found;
+        }
+    }
+    let encrypted = contains(pem, b"ENCRYPTED");
+    match key {
+        Some(key) => Ok(key),
+        None if items == 0 && !encrypted => Err(IdentityError::NotPem {
+            flag,
+            path: path.to_owned(),
+            reason: "no PEM block found".into(),
+            expected: "a PEM file with the client private key",
+        }),
+        None => Err(IdentityError::NoKey {
+            flag,
+            path: path.to_owned(),
+            hint: if encrypted {
+                " (encrypted keys are not supported; decrypt it first)"
+            } else {
+                ""
+            },
+        }),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_names_flag() {
+        let err = CaBundle::load(TlsFlag::EtcdCacert, Path::new("/nonexistent/ca.crt")).unwrap_err();
+        assert_eq!(err.flag(), TlsFlag::EtcdCacert);
+        let msg = err.to_string();
+        assert!(msg.starts_with("--etcd-cacert /nonexistent/ca.crt: cannot read"), "{msg}");
+    }
+
+    #[test]
+    fn not_pem_names_flag_and_expectation() {
+        let err = CaBundle::from_pem(
+            TlsFlag::ApiserverCacert,
+            Path::new("ca.crt"),
+            b"hello world\n".to_vec(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, IdentityError::NotPem { .. }), "{err:?}");
+        assert!(err.to_string().contains("--apiserver-cacert"));
+        assert!(err.to_string().contains("expected a PEM file with the CA certificate"));
+    }
+
+    #[test]
+    fn key_file_without_key_is_reported() {
+        let pem = b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let err = parse_key(Path::new("k.pem"), pem).unwrap_err();
+        assert!(matches!(err, IdentityError::NoKey { .. }), "{err:?}");
+        assert!(err.to_string().contains("encrypted keys are not supported"));
+    }
+}

@@ -1,0 +1,1 @@
+//! Real etcd clusters inside lab hosts (placeholder; being built).

@@ -1,0 +1,49 @@
+//! netlab: the joinguard test fabric.
+//!
+//! A [`Lab`] is a set of hosts (network namespaces with addresses in 198.18.0.0/15) joined by one
+//! userspace forwarder that holds a TUN device in each host and applies per-pair, per-direction
+//! impairments: delay, jitter, loss, rate and blackout. On top of it, [`etcd`] starts real etcd
+//! clusters with mTLS from a test CA ([`pki`]). Everything a lab creates is removed when it is
+//! dropped, also during a panic; [`sweep`] removes what a killed run left behind.
+//!
+//! netlab is never published. It exists so that joinguard is tested against real components.
+
+pub mod etcd;
+pub mod forwarder;
+pub mod host;
+pub mod impair;
+pub mod lab;
+pub mod measure;
+pub mod pki;
+pub mod sweep;
+
+pub use forwarder::{Network, PairStats};
+pub use host::{Host, HostProcess};
+pub use impair::{Impairment, Jitter, Loss};
+pub use lab::{Lab, LabBuilder};
+
+/// What can go wrong while building or running a lab.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A prerequisite (root, /dev/net/tun, iproute2, etcd) is missing. In CI this is a failure.
+    #[error("netlab prerequisite missing: {0}")]
+    Prerequisite(String),
+    /// Creating, entering or deleting a namespace failed.
+    #[error("netlab namespace: {0}")]
+    Netns(String),
+    /// Creating or driving a TUN device failed.
+    #[error("netlab tun: {0}")]
+    Tun(String),
+    /// A process could not be started.
+    #[error("netlab spawn: {0}")]
+    Spawn(String),
+    /// An etcd operation failed or timed out.
+    #[error("netlab etcd: {0}")]
+    Etcd(String),
+    /// Certificate generation failed.
+    #[error("netlab pki: {0}")]
+    Pki(String),
+    /// A lab description was invalid (unknown host, duplicate name, too many hosts).
+    #[error("netlab: {0}")]
+    Invalid(String),
+}

@@ -1,0 +1,1 @@
+//! Test PKI (placeholder; being built).
