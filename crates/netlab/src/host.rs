@@ -83,9 +83,15 @@ impl Host {
         cmd
     }
 
-    /// Starts `cmd` (made with [`Host::command`]) and returns a handle that kills it on drop.
-    pub fn spawn(&self, mut cmd: Command, label: &str) -> Result<HostProcess, Error> {
+    /// Starts `cmd` (made with [`Host::command`]; owned or `&mut`) and returns a handle that kills
+    /// it on drop.
+    pub fn spawn(
+        &self,
+        mut cmd: impl std::borrow::BorrowMut<Command>,
+        label: &str,
+    ) -> Result<HostProcess, Error> {
         let child = cmd
+            .borrow_mut()
             .stdin(Stdio::null())
             .spawn()
             .map_err(|e| Error::Spawn(format!("{label} in {}: {e}", self.netns())))?;
