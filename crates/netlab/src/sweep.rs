@@ -18,6 +18,7 @@ pub struct Leftovers {
     pub namespaces: Vec<String>,
     pub processes: Vec<i32>,
     pub devices: Vec<String>,
+    /// Temp dirs and stale control sockets.
     pub dirs: Vec<PathBuf>,
 }
 
@@ -67,6 +68,14 @@ pub fn find(prefix: &str) -> Leftovers {
             }
         }
     }
+    if let Ok(rd) = std::fs::read_dir(crate::control::SOCKET_DIR) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(prefix) && name.ends_with(".sock") {
+                out.dirs.push(e.path());
+            }
+        }
+    }
     out.namespaces.sort();
     out.devices.sort();
     out.dirs.sort();
@@ -82,8 +91,12 @@ pub fn sweep(prefix: &str) -> Leftovers {
     for dev in &found.devices {
         let _ = host::ip(&["link", "delete", dev]);
     }
-    for dir in &found.dirs {
-        let _ = std::fs::remove_dir_all(dir);
+    for path in &found.dirs {
+        if path.is_dir() {
+            let _ = std::fs::remove_dir_all(path);
+        } else {
+            let _ = std::fs::remove_file(path);
+        }
     }
     found
 }

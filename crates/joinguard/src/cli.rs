@@ -1,0 +1,155 @@
+//! The command line: flag definitions only (kubeadm's names where kubeadm has the concept,
+//! etcdctl's for etcd TLS). Parsing into validated inputs happens in the command modules, so
+//! that every bad value gets the same exit code (2) and a message naming the flag.
+//!
+//! Kept in the library so that completions and the man page can be generated from it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// joinguard: make kubeadm control-plane joins fail fast on an unfit network, and recover by
+/// themselves from transient API faults.
+///
+/// Run `joinguard preflight` on the joining node before `kubeadm join` (for example in Cluster
+/// API's preKubeadmCommands). It measures the paths the join depends on (API endpoint, every etcd
+/// member's client and peer port), judges them against etcd's own timing model and exits
+/// non-zero when the node should not join. By default it writes nothing to etcd.
+///
+/// Exit codes: 0 fit (warnings allowed), 1 not fit, 2 invalid input, 3 trust failure.
+#[derive(Parser, Debug)]
+#[command(name = "joinguard", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check that this node's network can carry a control-plane join.
+    Preflight(PreflightArgs),
+    /// Perform the join's status writes with per-call retries (not built yet).
+    UpdateStatus(Unbuilt),
+    /// Per-hop latency and loss to a target, like mtr (not built yet).
+    Trace(Unbuilt),
+    /// Run the preflight probes continuously and serve Prometheus metrics (not built yet).
+    Monitor(Unbuilt),
+    /// Print build information.
+    Version,
+}
+
+/// Arguments of a command that is planned but not built yet: it accepts anything, says so and
+/// exits 2.
+#[derive(Args, Debug)]
+pub struct Unbuilt {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}
+
+/// Output format of a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// kubeadm-style `[preflight]` lines and a table of measurements.
+    Text,
+    /// One JSON object with `schemaVersion`.
+    Json,
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = PREFLIGHT_EXAMPLES)]
+pub struct PreflightArgs {
+    /// The API endpoint or load balancer, as in `kubeadm join`: host:port or https://host:port.
+    #[arg(value_name = "API_SERVER_ENDPOINT")]
+    pub api_server_endpoint: Option<String>,
+
+    /// CA bundle that signs the API server's certificate (kubeadm: /etc/kubernetes/pki/ca.crt).
+    /// Without it, the API is probed up to the TLS handshake and /readyz is not verified.
+    #[arg(long, value_name = "FILE")]
+    pub apiserver_cacert: Option<PathBuf>,
+
+    /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    pub etcd_endpoints: Vec<String>,
+
+    /// etcd peer URLs (port 2380). Optional: taken from MemberList when an identity is given.
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    pub etcd_peer_endpoints: Vec<String>,
+
+    /// CA that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_cacert: Option<PathBuf>,
+
+    /// Client certificate for etcd, signed by the etcd CA
+    /// (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt).
+    #[arg(long, value_name = "FILE", requires = "etcd_key")]
+    pub etcd_cert: Option<PathBuf>,
+
+    /// Private key of --etcd-cert.
+    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+
+    /// The cluster's etcd --heartbeat-interval. Latency thresholds scale with it.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
+    pub etcd_heartbeat_interval: Duration,
+
+    /// The cluster's etcd --election-timeout. The RTT must stay below a tenth of it.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub etcd_election_timeout: Duration,
+
+    /// Checks whose errors become warnings, comma-separated, or `all`
+    /// (e.g. EtcdPeerLatency,PacketLoss).
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub ignore_preflight_errors: Vec<String>,
+
+    /// Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it,
+    /// a read, and a revoke. Nothing outlives the lease, even after kill -9.
+    #[arg(long)]
+    pub write_probe: bool,
+
+    /// Also measure member-to-joiner throughput with a bounded snapshot stream (first 8 MiB),
+    /// to predict learner catch-up time.
+    #[arg(long)]
+    pub bandwidth: bool,
+
+    /// Instead of failing at once, re-check with backoff until fit or until this long has passed
+    /// (e.g. 5m): covers a load balancer that is reloading.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Option<Duration>,
+
+    /// Deadline for one whole check run. The run ends by then, with a verdict.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Name of this node, used in the write probe's key (default: the hostname).
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+
+    /// Report format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+const PREFLIGHT_EXAMPLES: &str = "\
+Examples:
+  # Stacked etcd, certificates copied from an existing control-plane node:
+  joinguard preflight 10.0.0.10:6443 --apiserver-cacert /etc/kubernetes/pki/ca.crt \\
+    --etcd-endpoints https://10.0.0.11:2379,https://10.0.0.12:2379,https://10.0.0.13:2379 \\
+    --etcd-cacert /etc/kubernetes/pki/etcd/ca.crt \\
+    --etcd-cert /etc/kubernetes/pki/apiserver-etcd-client.crt \\
+    --etcd-key /etc/kubernetes/pki/apiserver-etcd-client.key
+
+  # Wait up to 3 minutes for the network to become fit, report as JSON:
+  joinguard preflight 10.0.0.10:6443 --etcd-endpoints https://10.0.0.11:2379 --wait 3m -o json
+
+Exit codes: 0 fit (warnings allowed), 1 not fit, 2 invalid input, 3 trust failure.
+See docs/preflight.md for every check, its threshold and what to do when it fails.";
+
+/// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration like 100ms, 30s or 5m ({e})"))
+}

@@ -1,0 +1,19 @@
+//! Logs: `tracing` to stderr, never stdout (stdout carries only the report, so `-o json` stays
+//! parseable). `RUST_LOG` overrides `-v`.
+
+/// Installs the subscriber: warn by default, -v info, -vv debug, -vvv trace.
+pub fn init(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,381 @@
+//! `netlab`: stand up a joinguard test lab by hand, change it while it runs, and clean up.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use netlab::control::{self, Request};
+use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::measure;
+use netlab::{Impairment, Lab};
+
+/// netlab: network namespaces joined by an impairing userspace forwarder, with real etcd.
+///
+/// Hosts live in network namespaces named <prefix>-<host> (prefix `jg` + 4 hex digits), with
+/// addresses 198.18.0.1, .2, ... Every packet between hosts crosses one forwarder, which can
+/// delay, jitter, drop, rate-limit or black out each direction of each pair.
+#[derive(Parser, Debug)]
+#[command(name = "netlab", version, propagate_version = true)]
+struct Cli {
+    /// More logs on stderr (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Start a lab with an etcd cluster and keep it running until Ctrl-C.
+    ///
+    /// Example: netlab up --members 3 --joiner --delay 20ms
+    Up {
+        /// etcd members, each in its own host (m1, m2, ...). 0 starts no etcd.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=5))]
+        members: u8,
+        /// Add a `joiner` host: the node that is about to join.
+        #[arg(long)]
+        joiner: bool,
+        /// One-way delay on every joiner <-> member link (so RTT = 2 x delay).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        delay: Option<Duration>,
+        /// Full impairment on every joiner <-> member link, e.g. `delay=20ms,jitter=2ms,loss=1%`.
+        #[arg(long, conflicts_with = "delay")]
+        impair: Option<Impairment>,
+        /// etcd binary (default: $JOINGUARD_ETCD_BIN, else /usr/bin/etcd).
+        #[arg(long, env = "JOINGUARD_ETCD_BIN")]
+        etcd_bin: Option<PathBuf>,
+        /// Use this prefix instead of a random one (must start with `jg`, at most 6 chars).
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Exit after this long instead of waiting for Ctrl-C.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        duration: Option<Duration>,
+    },
+    /// Change an impairment of a running lab: netlab impair jg1a2b joiner m2 delay=40ms
+    Impair {
+        /// Lab prefix (see `netlab list`).
+        prefix: String,
+        /// From host.
+        from: String,
+        /// To host, or `*` for every other host (both directions).
+        to: String,
+        /// Impairment: delay=D, jitter=D, ujitter=D, loss=P%, burst-loss=P%/LEN, rate=Nmbit,
+        /// queue=SIZE, blackout, none (comma-separated).
+        spec: String,
+        /// Only from -> to (default: both directions).
+        #[arg(long)]
+        one_way: bool,
+    },
+    /// Show the forwarder's counters of a running lab.
+    Stats {
+        /// Lab prefix (see `netlab list`).
+        prefix: String,
+    },
+    /// List running labs (those started by `netlab up`).
+    List,
+    /// Remove namespaces, processes, TUN devices and temp dirs left by killed runs.
+    Sweep {
+        /// Only what starts with this prefix (default: everything of netlab's, `jg`).
+        #[arg(long, default_value = "jg")]
+        prefix: String,
+        /// Report what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Exit 1 if anything was left behind (for CI, after the test suite).
+        #[arg(long)]
+        check: bool,
+    },
+    /// Measure what the forwarder itself adds, at 0, 0.5, 5, 25 and 100 ms one-way delay.
+    Accuracy {
+        /// Samples per delay.
+        #[arg(long, default_value_t = 60)]
+        samples: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("netlab: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn out(s: impl AsRef<str>) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{}", s.as_ref());
+}
+
+fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Cmd::Up {
+            members,
+            joiner,
+            delay,
+            impair,
+            etcd_bin,
+            prefix,
+            duration,
+        } => up(members, joiner, delay, impair, etcd_bin, prefix, duration),
+        Cmd::Impair {
+            prefix,
+            from,
+            to,
+            spec,
+            one_way,
+        } => {
+            spec.parse::<Impairment>()
+                .map_err(|e| anyhow::anyhow!("impairment `{spec}`: {e}"))?;
+            let r = control::request(
+                &prefix,
+                &Request::Impair {
+                    from,
+                    to,
+                    spec,
+                    both: !one_way,
+                },
+            )?;
+            out(&r.message);
+            Ok(if r.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            })
+        }
+        Cmd::Stats { prefix } => {
+            let r = control::request(&prefix, &Request::Stats)?;
+            out(&r.message);
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::List => {
+            for p in control::running_labs() {
+                out(p);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Sweep {
+            prefix,
+            dry_run,
+            check,
+        } => {
+            let found = if dry_run || check {
+                netlab::sweep::find(&prefix)
+            } else {
+                netlab::sweep::sweep(&prefix)
+            };
+            let verb = if dry_run || check { "found" } else { "removed" };
+            if found.is_empty() {
+                out(format!("netlab sweep: nothing left behind with prefix `{prefix}`"));
+                return Ok(ExitCode::SUCCESS);
+            }
+            for ns in &found.namespaces {
+                out(format!("{verb} namespace {ns}"));
+            }
+            for p in &found.processes {
+                out(format!("{verb} process {p}"));
+            }
+            for d in &found.devices {
+                out(format!("{verb} device {d}"));
+            }
+            for d in &found.dirs {
+                out(format!("{verb} {}", d.display()));
+            }
+            Ok(if check {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Cmd::Accuracy { samples } => accuracy(samples),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn up(
+    members: u8,
+    joiner: bool,
+    delay: Option<Duration>,
+    impair: Option<Impairment>,
+    etcd_bin: Option<PathBuf>,
+    prefix: Option<String>,
+    duration: Option<Duration>,
+) -> anyhow::Result<ExitCode> {
+    let mut names: Vec<String> = Vec::new();
+    if joiner {
+        names.push("joiner".into());
+    }
+    names.extend((1..=members).map(|i| format!("m{i}")));
+    if names.is_empty() {
+        anyhow::bail!("nothing to start: give --members N and/or --joiner");
+    }
+    let mut b = Lab::builder().hosts(names.clone());
+    if let Some(p) = prefix {
+        b = b.prefix(p);
+    }
+    let lab = b.build()?;
+    let imp = impair.or(delay.map(Impairment::delay));
+    if let (true, Some(imp)) = (joiner, &imp) {
+        for m in lab.hosts().iter().filter(|h| h.name() != "joiner") {
+            lab.net().set_link(lab.host("joiner"), m, imp.clone());
+        }
+    }
+    let cluster = if members > 0 {
+        let mut spec = EtcdSpec::default();
+        if let Some(bin) = etcd_bin {
+            spec.bin = bin;
+        }
+        let hosts: Vec<_> = lab.hosts().iter().filter(|h| h.name() != "joiner").collect();
+        eprintln!(
+            "netlab: starting etcd ({}) on {} members...",
+            spec.bin.display(),
+            hosts.len()
+        );
+        let c = EtcdCluster::start(&lab, &hosts, &spec)?;
+        c.wait_healthy(Duration::from_secs(30))?;
+        Some(c)
+    } else {
+        None
+    };
+
+    let p = lab.prefix().to_string();
+    out(format!("lab {p} is up ({} hosts)", lab.hosts().len()));
+    out("");
+    out("HOST      ADDRESS       ENTER WITH");
+    for h in lab.hosts() {
+        out(format!(
+            "{:<9} {:<13} ip netns exec {} bash",
+            h.name(),
+            h.addr(),
+            h.netns()
+        ));
+    }
+    if let (true, Some(imp)) = (joiner, &imp) {
+        out("");
+        out(format!("joiner <-> every member: {imp}"));
+    }
+    if let Some(c) = &cluster {
+        let id = c.client_identity();
+        let eps = c.client_endpoints().join(",");
+        out("");
+        out("etcd client flags (from the joiner):");
+        out(format!(
+            "  --endpoints={eps} --cacert={} --cert={} --key={}",
+            id.ca.display(),
+            id.cert.display(),
+            id.key.display()
+        ));
+        out(format!("  peer URLs: {}", c.peer_endpoints().join(",")));
+        if joiner {
+            out("");
+            out("try:");
+            out(format!(
+                "  ip netns exec {p}-joiner etcdctl --endpoints={eps} --cacert={} --cert={} --key={} endpoint health",
+                id.ca.display(),
+                id.cert.display(),
+                id.key.display()
+            ));
+            out(format!("  netlab impair {p} joiner m2 delay=40ms,loss=2%"));
+            out(format!("  netlab stats {p}"));
+        }
+    }
+    out("");
+    out(match duration {
+        Some(d) => format!("running for {}; Ctrl-C stops it earlier", humantime::format_duration(d)),
+        None => "Ctrl-C stops the lab and removes everything it created".to_string(),
+    });
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let s = stop.clone();
+        let _ = ctrlc_like(move || s.store(true, Ordering::Relaxed));
+    }
+    let deadline = duration.map(|d| std::time::Instant::now() + d);
+    std::thread::scope(|scope| {
+        let s = stop.clone();
+        let lab_ref = &lab;
+        scope.spawn(move || {
+            if let Err(e) = control::serve(lab_ref, s) {
+                eprintln!("netlab: control socket: {e}");
+            }
+        });
+        while !stop.load(Ordering::Relaxed) {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                stop.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    drop(cluster);
+    drop(lab);
+    eprintln!("netlab: lab {p} removed");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `f` on SIGINT or SIGTERM, using tokio's signal handling on a small runtime thread.
+fn ctrlc_like(f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+        });
+        f();
+    });
+    Ok(())
+}
+
+fn accuracy(samples: u32) -> anyhow::Result<ExitCode> {
+    let lab = Lab::builder().hosts(["a", "b"]).build()?;
+    let (a, b) = (lab.host("a"), lab.host("b"));
+    let sink = measure::SinkListener::start(b, 7100)?;
+    let gap = Duration::from_millis(5);
+    let mut rows = Vec::new();
+    let mut base: Option<(f64, f64)> = None;
+    for (i, d_ms) in [0.0f64, 0.5, 5.0, 25.0, 100.0].into_iter().enumerate() {
+        let d = Duration::from_secs_f64(d_ms / 1000.0);
+        lab.net().set_link(a, b, Impairment::delay(d));
+        let n = if d_ms >= 100.0 { samples.min(20) } else { samples };
+        let udp = measure::udp_echo(a, b, 7200 + i as u16, n, gap)?;
+        let tcp = measure::tcp_connect(a, sink.addr, n, gap)?;
+        let (bu, bt) = *base.get_or_insert((udp.median_ms, tcp.median_ms));
+        rows.push((d_ms, udp, tcp, bu, bt));
+    }
+    out("| one-way delay | UDP echo RTT p50 | error vs 2d + base | TCP connect p50 | error vs 2d + base |");
+    out("|---:|---:|---:|---:|---:|");
+    for (d, udp, tcp, bu, bt) in rows {
+        out(format!(
+            "| {d} ms | {:.3} ms | {:+.3} ms | {:.3} ms | {:+.3} ms |",
+            udp.median_ms,
+            udp.median_ms - (2.0 * d + bu),
+            tcp.median_ms,
+            tcp.median_ms - (2.0 * d + bt)
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
