@@ -325,16 +325,9 @@ pub fn client_config(
         })?
         .with_root_certificates(ca.roots());
     let mut config = match identity {
-        Some(id) => builder.with_client_cert_resolver(Arc::new(
-            rustls::client::AlwaysResolvesClientRawPublicKeys::new(id.certified_key()),
-        )),
+        Some(id) => builder.with_client_cert_resolver(Arc::new(SingleIdentity(id.certified_key()))),
         None => builder.with_no_client_auth(),
     };
-    // `AlwaysResolvesClientRawPublicKeys` would send raw keys only if negotiated; it presents the
-    // X.509 chain otherwise. Use the plain resolver to be unambiguous.
-    if let Some(id) = identity {
-        config.client_auth_cert_resolver = Arc::new(SingleIdentity(id.certified_key()));
-    }
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(config))
@@ -463,10 +456,14 @@ mod tests {
 
     #[test]
     fn missing_file_names_flag() {
-        let err = CaBundle::load(TlsFlag::EtcdCacert, Path::new("/nonexistent/ca.crt")).unwrap_err();
+        let err =
+            CaBundle::load(TlsFlag::EtcdCacert, Path::new("/nonexistent/ca.crt")).unwrap_err();
         assert_eq!(err.flag(), TlsFlag::EtcdCacert);
         let msg = err.to_string();
-        assert!(msg.starts_with("--etcd-cacert /nonexistent/ca.crt: cannot read"), "{msg}");
+        assert!(
+            msg.starts_with("--etcd-cacert /nonexistent/ca.crt: cannot read"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -479,12 +476,15 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, IdentityError::NotPem { .. }), "{err:?}");
         assert!(err.to_string().contains("--apiserver-cacert"));
-        assert!(err.to_string().contains("expected a PEM file with the CA certificate"));
+        assert!(err
+            .to_string()
+            .contains("expected a PEM file with the CA certificate"));
     }
 
     #[test]
     fn key_file_without_key_is_reported() {
-        let pem = b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let pem =
+            b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
         let err = parse_key(Path::new("k.pem"), pem).unwrap_err();
         assert!(matches!(err, IdentityError::NoKey { .. }), "{err:?}");
         assert!(err.to_string().contains("encrypted keys are not supported"));

@@ -7,6 +7,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub mod etcd;
+pub mod http;
+pub mod icmp;
+pub mod identity;
+pub mod peer;
+pub mod tcp;
+pub mod tls;
+
 /// What a probe measures. The names are stable: they appear in the JSON report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

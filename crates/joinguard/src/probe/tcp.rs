@@ -1,0 +1,106 @@
+//! TCP connect probe: name resolution and `connect()` time, each timed separately.
+//!
+//! This module owns the first two phases every connection-based probe goes through (DNS and the
+//! SYN/SYN-ACK round trip) and the classification of their failures into refused, timed out and
+//! other I/O. It opens a fresh socket per call and never keeps it unless the caller asks for the
+//! stream; it does not retry.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::{ProbeFailure, Sample};
+use crate::target::Target;
+
+/// A connected socket and how long it took to get it.
+#[derive(Debug)]
+pub struct TcpConnected {
+    pub stream: TcpStream,
+    /// The address actually connected to.
+    pub peer: SocketAddr,
+    /// Name resolution (zero for IP literals).
+    pub dns: Duration,
+    /// `connect()` to the established socket: one SYN/SYN-ACK round trip.
+    pub connect: Duration,
+}
+
+/// Milliseconds in a timeout, as carried by [`ProbeFailure::Timeout`].
+pub(crate) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Maps a connect error to a probe failure: RST is [`ProbeFailure::Refused`], a kernel timeout is
+/// [`ProbeFailure::Timeout`], anything else is [`ProbeFailure::Io`].
+pub fn classify_io(err: &io::Error, timeout: Duration) -> ProbeFailure {
+    match err.kind() {
+        io::ErrorKind::ConnectionRefused => ProbeFailure::Refused,
+        io::ErrorKind::TimedOut => ProbeFailure::Timeout(ms(timeout)),
+        _ => ProbeFailure::Io(err.to_string()),
+    }
+}
+
+/// Resolves `host` (an IP literal or a DNS name) and connects to the first address that accepts,
+/// all within `timeout`. Tries the resolved addresses in order; the failure reported is the last
+/// one's.
+pub async fn connect(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Result<TcpConnected, ProbeFailure> {
+    let deadline = Instant::now() + timeout;
+    let start = Instant::now();
+    let addrs: Vec<SocketAddr> = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => {
+            // Brackets are part of the endpoint syntax for IPv6, not of the address.
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+                vec![SocketAddr::new(ip, port)]
+            } else {
+                match tokio::time::timeout_at(deadline, tokio::net::lookup_host((bare, port))).await
+                {
+                    Err(_) => return Err(ProbeFailure::Timeout(ms(timeout))),
+                    Ok(Err(e)) => return Err(ProbeFailure::Io(format!("resolve {host}: {e}"))),
+                    Ok(Ok(it)) => it.collect(),
+                }
+            }
+        }
+    };
+    let dns = start.elapsed();
+    if addrs.is_empty() {
+        return Err(ProbeFailure::Io(format!("resolve {host}: no addresses")));
+    }
+    let mut last = ProbeFailure::Io("no address tried".into());
+    for addr in addrs {
+        let t0 = Instant::now();
+        match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
+            Err(_) => return Err(ProbeFailure::Timeout(ms(timeout))),
+            Ok(Ok(stream)) => {
+                let connect = t0.elapsed();
+                // Probes send small requests and wait for the answer: Nagle would add delay.
+                let _ = stream.set_nodelay(true);
+                return Ok(TcpConnected {
+                    stream,
+                    peer: addr,
+                    dns,
+                    connect,
+                });
+            }
+            Ok(Err(e)) => last = classify_io(&e, timeout),
+        }
+    }
+    Err(last)
+}
+
+/// One TCP connect sample against `target`: the `connect()` time, excluding name resolution.
+/// The socket is closed before returning.
+pub async fn probe(target: &Target, timeout: Duration) -> Sample {
+    Sample {
+        result: connect(&target.host, target.port, timeout)
+            .await
+            .map(|c| c.connect),
+    }
+}
