@@ -8,6 +8,7 @@
 //!
 //! netlab is never published. It exists so that joinguard is tested against real components.
 
+pub mod apiserver;
 pub mod control;
 pub mod etcd;
 pub mod forwarder;

@@ -105,6 +105,84 @@ impl Pinger {
     }
 }
 
+impl Pinger {
+    /// Sends `count` echoes `interval` apart without waiting for replies (so a long RTT does not
+    /// slow the series down), and collects each reply until `timeout` after its request. Returns
+    /// one sample per echo, in order; a missing reply is a timeout (loss).
+    pub async fn series(&mut self, count: u16, interval: Duration, timeout: Duration) -> Vec<Sample> {
+        let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
+        let first = self.seq.wrapping_add(1);
+        let mut sent: Vec<Option<Instant>> = vec![None; usize::from(count)];
+        let mut got: Vec<Option<Duration>> = vec![None; usize::from(count)];
+        let start = Instant::now();
+        let mut next_send = 0usize;
+        let mut buf = [MaybeUninit::<u8>::uninit(); 1500];
+        loop {
+            let now = Instant::now();
+            let last_deadline = sent
+                .iter()
+                .flatten()
+                .last()
+                .map(|t| *t + timeout);
+            let all_sent = next_send >= usize::from(count);
+            let all_answered = got.iter().all(Option::is_some);
+            if all_sent && (all_answered || last_deadline.is_some_and(|d| now >= d)) {
+                break;
+            }
+            let send_at = start + interval * next_send as u32;
+            let wake = if all_sent {
+                last_deadline.unwrap_or(now)
+            } else {
+                send_at
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake.into()), if !all_sent || last_deadline.is_some() => {
+                    if !all_sent && Instant::now() >= send_at {
+                        let seq = first.wrapping_add(next_send as u16);
+                        let packet = echo_request(self.ident, seq);
+                        if self.sock.get_ref().send_to(&packet, &to).is_ok() {
+                            sent[next_send] = Some(Instant::now());
+                        }
+                        next_send += 1;
+                    }
+                }
+                r = self.sock.readable() => {
+                    let Ok(mut g) = r else { break };
+                    while let Ok(r) = g.try_io(|s| s.get_ref().recv_from(&mut buf)) {
+                        let Ok((n, from)) = r else { break };
+                        // SAFETY: recv_from initialised the first `n` bytes.
+                        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+                        if from.as_socket() != Some(SocketAddr::from((self.dst, 0))) {
+                            continue;
+                        }
+                        let Some(seq) = reply_seq(bytes, self.ident) else { continue };
+                        let i = usize::from(seq.wrapping_sub(first));
+                        if let (Some(Some(t)), Some(slot)) = (sent.get(i), got.get_mut(i)) {
+                            if slot.is_none() && t.elapsed() <= timeout {
+                                *slot = Some(t.elapsed());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.seq = first.wrapping_add(count).wrapping_sub(1);
+        got.into_iter()
+            .map(|g| Sample {
+                result: g.ok_or(ProbeFailure::Timeout(timeout.as_millis() as u64)),
+            })
+            .collect()
+    }
+}
+
+/// The sequence number of an echo reply with our identifier.
+fn reply_seq(bytes: &[u8], ident: u16) -> Option<u16> {
+    let ihl = usize::from(bytes.first()? & 0x0f) * 4;
+    let icmp = bytes.get(ihl..).filter(|i| i.len() >= 8)?;
+    (icmp[0] == 0 && u16::from_be_bytes([icmp[4], icmp[5]]) == ident)
+        .then(|| u16::from_be_bytes([icmp[6], icmp[7]]))
+}
+
 fn echo_request(ident: u16, seq: u16) -> Vec<u8> {
     let mut p = vec![8u8, 0, 0, 0];
     p.extend_from_slice(&ident.to_be_bytes());
@@ -150,6 +228,16 @@ mod tests {
     fn echo_request_checksum_verifies() {
         let p = echo_request(0x1234, 7);
         assert_eq!(checksum(&p), 0, "a packet with its checksum sums to zero");
+    }
+
+    #[tokio::test]
+    async fn a_series_pipelines_echoes_and_counts_every_reply() {
+        let mut p = Pinger::open(IpAddr::V4(Ipv4Addr::LOCALHOST)).expect("tests run as root");
+        let xs = p.series(50, Duration::from_millis(1), Duration::from_millis(500)).await;
+        assert_eq!(xs.len(), 50);
+        assert!(xs.iter().all(|s| s.result.is_ok()), "{xs:?}");
+        let again = p.ping(Duration::from_secs(1)).await;
+        assert!(again.result.is_ok(), "sequence numbers continue after a series");
     }
 
     #[tokio::test]

@@ -1,0 +1,956 @@
+//! Error classification: what a failed API or etcd call means for the retry layer.
+//!
+//! This file owns the error table of DESIGN section 6. It turns a Kubernetes API answer (HTTP
+//! status plus the `Status` object in the body), a transport failure, or an etcd gRPC error into
+//! an [`ErrorClass`]. It decides nothing about timing: the runner in the parent module does.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::io;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+/// The largest response body [`ApiError::from_response`] parses. A Kubernetes `Status` object is
+/// well under 4 KiB; anything bigger is not one, and is kept only as a truncated message.
+pub const MAX_STATUS_BODY: usize = 64 * 1024;
+
+/// The longest error message kept (in records, logs and [`ApiError::message`]).
+pub const MAX_MESSAGE: usize = 512;
+
+/// The longest `Retry-After` honoured. Larger values are clamped (they exceed every budget, so
+/// the runner gives up at once with a message that quotes the server's figure).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// What a failure means for the retry layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "class", content = "reason", rename_all = "kebab-case")]
+pub enum ErrorClass {
+    /// Retry after the next backoff step (or the server's `Retry-After`, if later).
+    Transient(Reason),
+    /// 409 Conflict on an update: re-read and re-apply the mutation, never a blind retry.
+    Conflict,
+    /// Retrying cannot help: fail at once.
+    Permanent(Reason),
+    /// A certificate, TLS or CA-pin failure: fail at once; the operator must fix trust.
+    Trust,
+}
+
+impl ErrorClass {
+    /// The class alone, without its reason: a low-cardinality label for counters and metrics.
+    pub fn label(&self) -> ClassLabel {
+        match self {
+            ErrorClass::Transient(_) => ClassLabel::Transient,
+            ErrorClass::Conflict => ClassLabel::Conflict,
+            ErrorClass::Permanent(_) => ClassLabel::Permanent,
+            ErrorClass::Trust => ClassLabel::Trust,
+        }
+    }
+
+    /// The reason, where the class carries one.
+    pub fn reason(&self) -> Option<Reason> {
+        match self {
+            ErrorClass::Transient(r) | ErrorClass::Permanent(r) => Some(*r),
+            ErrorClass::Conflict | ErrorClass::Trust => None,
+        }
+    }
+
+    /// True when the failure says the endpoint could not be reached at all (refused, reset,
+    /// EOF, timeout, unreachable). Only these arm the wake-on-connect watcher: after an HTTP
+    /// error the endpoint is plainly up, and a TCP connect tells us nothing.
+    pub fn is_connection(&self) -> bool {
+        matches!(self, ErrorClass::Transient(r) if r.is_connection())
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorClass::Transient(r) => write!(f, "transient ({r})"),
+            ErrorClass::Conflict => f.write_str("conflict"),
+            ErrorClass::Permanent(r) => write!(f, "permanent ({r})"),
+            ErrorClass::Trust => f.write_str("trust"),
+        }
+    }
+}
+
+/// An attempt's outcome as a label: the four classes plus `ok`. Used as the counter key and the
+/// `class` field of the JSON `retries` array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClassLabel {
+    Ok,
+    Transient,
+    Conflict,
+    Permanent,
+    Trust,
+}
+
+impl ClassLabel {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClassLabel::Ok => "ok",
+            ClassLabel::Transient => "transient",
+            ClassLabel::Conflict => "conflict",
+            ClassLabel::Permanent => "permanent",
+            ClassLabel::Trust => "trust",
+        }
+    }
+}
+
+impl fmt::Display for ClassLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a failure got its class. Names are stable: they appear in the JSON report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    // Transport (connection class: these arm the wake-on-connect watcher).
+    ConnectionRefused,
+    ConnectionReset,
+    UnexpectedEof,
+    Timeout,
+    /// The runner cut the attempt off at its per-attempt timeout.
+    AttemptTimeout,
+    Unreachable,
+    // Transport, but the server is up.
+    GoAway,
+    Dns,
+    // HTTP.
+    TooManyRequests,
+    BadGateway,
+    ServiceUnavailable,
+    GatewayTimeout,
+    /// 500 with Status reason `ServerTimeout`: the apiserver itself says "retry".
+    ServerTimeout,
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    AlreadyExists,
+    Invalid,
+    InternalError,
+    /// Any other HTTP status.
+    Status(u16),
+    // etcd (in a gRPC status, or in an apiserver 500's message).
+    EtcdLeaderChanged,
+    EtcdRequestTimedOut,
+    EtcdNoLeader,
+    EtcdTooManyRequests,
+    // gRPC.
+    GrpcUnavailable,
+    GrpcDeadlineExceeded,
+    /// Any other gRPC code (the numeric `tonic::Code`).
+    Grpc(i32),
+    /// A client-side error that no request could fix (bad argument, URI, encoding).
+    Client,
+    /// Nothing more specific is known.
+    Other,
+}
+
+impl Reason {
+    /// Refused, reset, EOF, timeout, unreachable: the endpoint may be gone.
+    pub fn is_connection(&self) -> bool {
+        matches!(
+            self,
+            Reason::ConnectionRefused
+                | Reason::ConnectionReset
+                | Reason::UnexpectedEof
+                | Reason::Timeout
+                | Reason::AttemptTimeout
+                | Reason::Unreachable
+        )
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Reason::ConnectionRefused => "connection refused",
+            Reason::ConnectionReset => "connection reset",
+            Reason::UnexpectedEof => "unexpected EOF",
+            Reason::Timeout => "timeout",
+            Reason::AttemptTimeout => "attempt timed out",
+            Reason::Unreachable => "unreachable",
+            Reason::GoAway => "HTTP/2 GOAWAY",
+            Reason::Dns => "name resolution failed",
+            Reason::TooManyRequests => "429 Too Many Requests",
+            Reason::BadGateway => "502 Bad Gateway",
+            Reason::ServiceUnavailable => "503 Service Unavailable",
+            Reason::GatewayTimeout => "504 Gateway Timeout",
+            Reason::ServerTimeout => "500 ServerTimeout",
+            Reason::BadRequest => "400 Bad Request",
+            Reason::Unauthorized => "401 Unauthorized",
+            Reason::Forbidden => "403 Forbidden",
+            Reason::NotFound => "404 Not Found",
+            Reason::AlreadyExists => "409 AlreadyExists",
+            Reason::Invalid => "422 Invalid",
+            Reason::InternalError => "500 Internal Server Error",
+            Reason::Status(s) => return write!(f, "HTTP {s}"),
+            Reason::EtcdLeaderChanged => "etcdserver: leader changed",
+            Reason::EtcdRequestTimedOut => "etcdserver: request timed out",
+            Reason::EtcdNoLeader => "etcdserver: no leader",
+            Reason::EtcdTooManyRequests => "etcdserver: too many requests",
+            Reason::GrpcUnavailable => "gRPC Unavailable",
+            Reason::GrpcDeadlineExceeded => "gRPC DeadlineExceeded",
+            Reason::Grpc(c) => return write!(f, "gRPC {:?}", tonic::Code::from_i32(*c)),
+            Reason::Client => "client error",
+            Reason::Other => "other",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Anything the retry layer can run: it must say what its failures mean.
+pub trait Classify: fmt::Display {
+    /// The class of this failure (DESIGN section 6's table).
+    fn classify(&self) -> ErrorClass;
+
+    /// The server's requested wait (`Retry-After`, or a Status `details.retryAfterSeconds`).
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+
+    /// A 404. The runner lets the call site decide what it means ([`super::NotFound`]).
+    fn is_not_found(&self) -> bool {
+        false
+    }
+}
+
+/// etcd's transient server conditions, as they appear in a gRPC status message or, wrapped, in
+/// an apiserver 500's Status message (etcd `server/etcdserver/errors`: ErrLeaderChanged,
+/// ErrTimeout, ErrNoLeader, ErrTooManyRequests).
+const ETCD_TRANSIENT: [(&str, Reason); 4] = [
+    ("leader changed", Reason::EtcdLeaderChanged),
+    ("request timed out", Reason::EtcdRequestTimedOut),
+    ("no leader", Reason::EtcdNoLeader),
+    ("too many requests", Reason::EtcdTooManyRequests),
+];
+
+fn etcd_transient(message: &str) -> Option<Reason> {
+    let m = message.to_ascii_lowercase();
+    ETCD_TRANSIENT
+        .iter()
+        .find(|(needle, _)| m.contains(needle))
+        .map(|(_, r)| *r)
+}
+
+/// Words that mark a TLS or certificate failure anywhere in an error chain. rustls' and tonic's
+/// messages ("invalid peer certificate: UnknownIssuer", "x509: certificate signed by unknown
+/// authority") all contain one.
+const TRUST_MARKERS: [&str; 5] = [
+    "certificate",
+    "x509",
+    "unknownissuer",
+    "tls handshake",
+    "handshake failure",
+];
+
+fn looks_like_trust(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    TRUST_MARKERS.iter().any(|m| t.contains(m))
+}
+
+/// A Kubernetes API error answer: the HTTP status and what its `Status` body said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    /// `Status.reason` (`Conflict`, `AlreadyExists`, `Invalid`, `ServerTimeout`, ...).
+    pub reason: Option<String>,
+    /// `Status.message`, or the body as text when it was not a Status object (bounded).
+    pub message: String,
+    pub retry_after: Option<Duration>,
+}
+
+#[derive(serde::Deserialize)]
+struct StatusBody {
+    kind: Option<String>,
+    message: Option<String>,
+    reason: Option<String>,
+    details: Option<StatusDetails>,
+}
+
+#[derive(serde::Deserialize)]
+struct StatusDetails {
+    #[serde(rename = "retryAfterSeconds")]
+    retry_after_seconds: Option<u64>,
+}
+
+impl ApiError {
+    /// Builds the error from an HTTP answer. `retry_after_header` is the raw `Retry-After` value
+    /// (delta-seconds or an HTTP date); without one, the Status `details.retryAfterSeconds` is
+    /// used. Bodies over [`MAX_STATUS_BODY`] or that are not a Status object are kept as a
+    /// truncated text message; this never fails.
+    pub fn from_response(status: u16, retry_after_header: Option<&str>, body: &[u8]) -> Self {
+        let parsed = if body.len() <= MAX_STATUS_BODY {
+            serde_json::from_slice::<StatusBody>(body).ok().filter(|s| {
+                s.kind.as_deref() == Some("Status") || s.message.is_some() || s.reason.is_some()
+            })
+        } else {
+            None
+        };
+        let header_wait = retry_after_header.and_then(|v| parse_retry_after(v, SystemTime::now()));
+        match parsed {
+            Some(s) => {
+                let body_wait = s
+                    .details
+                    .and_then(|d| d.retry_after_seconds)
+                    .filter(|&n| n > 0)
+                    .map(Duration::from_secs);
+                ApiError {
+                    status,
+                    reason: s.reason.filter(|r| !r.is_empty()).map(|r| bounded(&r)),
+                    message: bounded(s.message.as_deref().unwrap_or("")),
+                    retry_after: header_wait.or(body_wait).map(|d| d.min(MAX_RETRY_AFTER)),
+                }
+            }
+            None => {
+                let head = &body[..body.len().min(MAX_MESSAGE * 4)];
+                ApiError {
+                    status,
+                    reason: None,
+                    message: bounded(&String::from_utf8_lossy(head)),
+                    retry_after: header_wait.map(|d| d.min(MAX_RETRY_AFTER)),
+                }
+            }
+        }
+    }
+
+    /// The status line text, e.g. `503 Service Unavailable`.
+    pub fn status_line(&self) -> String {
+        match hyper::StatusCode::from_u16(self.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+        {
+            Some(text) => format!("{} {text}", self.status),
+            None => format!("HTTP {}", self.status),
+        }
+    }
+
+    /// A 409 whose reason is `AlreadyExists`: the answer to a create, not a conflict.
+    pub fn is_already_exists(&self) -> bool {
+        self.status == 409 && self.reason.as_deref() == Some("AlreadyExists")
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.status_line())?;
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl StdError for ApiError {}
+
+impl Classify for ApiError {
+    fn classify(&self) -> ErrorClass {
+        use ErrorClass::{Permanent, Transient};
+        match self.status {
+            409 if self.is_already_exists() => Permanent(Reason::AlreadyExists),
+            409 => ErrorClass::Conflict,
+            429 => Transient(Reason::TooManyRequests),
+            502 => Transient(Reason::BadGateway),
+            503 => Transient(Reason::ServiceUnavailable),
+            504 => Transient(Reason::GatewayTimeout),
+            500 => match etcd_transient(&self.message) {
+                Some(r) => Transient(r),
+                // apiserver's StatusReasonServerTimeout means "retry"; kubeadm's PatchNode
+                // retries it too (apierrors.IsServerTimeout).
+                None if self.reason.as_deref() == Some("ServerTimeout") => {
+                    Transient(Reason::ServerTimeout)
+                }
+                None => Permanent(Reason::InternalError),
+            },
+            400 => Permanent(Reason::BadRequest),
+            401 => Permanent(Reason::Unauthorized),
+            403 => Permanent(Reason::Forbidden),
+            404 => Permanent(Reason::NotFound),
+            422 => Permanent(Reason::Invalid),
+            other => Permanent(Reason::Status(other)),
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    fn is_not_found(&self) -> bool {
+        self.status == 404
+    }
+}
+
+/// A failure below HTTP: the request got no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    #[error("connection refused")]
+    Refused,
+    #[error("connection reset")]
+    Reset,
+    #[error("connection closed before the answer was complete (EOF)")]
+    Eof,
+    #[error("timed out")]
+    Timeout,
+    #[error("network or host unreachable")]
+    Unreachable,
+    /// The server sent HTTP/2 GOAWAY (it is draining, e.g. an apiserver shutting down).
+    #[error("HTTP/2 GOAWAY: {0}")]
+    GoAway(String),
+    #[error("name resolution failed: {0}")]
+    Dns(String),
+    /// TLS or certificate failure, including a CA pin mismatch.
+    #[error("TLS/certificate failure: {0}")]
+    Tls(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl TransportError {
+    /// Maps an `io::Error` by kind (and the OS error, for the kinds std groups loosely).
+    pub fn from_io(e: &io::Error) -> Self {
+        use io::ErrorKind as K;
+        match e.kind() {
+            K::ConnectionRefused => TransportError::Refused,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::NotConnected => {
+                TransportError::Reset
+            }
+            K::UnexpectedEof => TransportError::Eof,
+            K::TimedOut => TransportError::Timeout,
+            K::HostUnreachable | K::NetworkUnreachable | K::NetworkDown => {
+                TransportError::Unreachable
+            }
+            _ => {
+                if let Some(inner) = e.get_ref() {
+                    if looks_like_trust(&inner.to_string()) {
+                        return TransportError::Tls(bounded(&inner.to_string()));
+                    }
+                }
+                TransportError::Other(bounded(&e.to_string()))
+            }
+        }
+    }
+
+    /// Walks an error's source chain (hyper, hyper-util, tonic transport, rustls, io) and picks
+    /// the most specific transport failure it finds.
+    pub fn from_error(e: &(dyn StdError + 'static)) -> Self {
+        let mut text = String::new();
+        let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+        let mut depth = 0;
+        while let Some(err) = cur {
+            if depth >= 16 {
+                break;
+            }
+            depth += 1;
+            if err.downcast_ref::<rustls::Error>().is_some() {
+                return TransportError::Tls(bounded(&err.to_string()));
+            }
+            if let Some(io) = err.downcast_ref::<io::Error>() {
+                let mapped = TransportError::from_io(io);
+                if !matches!(mapped, TransportError::Other(_)) {
+                    return mapped;
+                }
+            }
+            if let Some(h) = err.downcast_ref::<hyper::Error>() {
+                if h.is_timeout() {
+                    return TransportError::Timeout;
+                }
+                if h.is_incomplete_message() {
+                    return TransportError::Eof;
+                }
+            }
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&err.to_string());
+            cur = err.source();
+        }
+        let lower = text.to_ascii_lowercase();
+        if looks_like_trust(&lower) {
+            TransportError::Tls(bounded(&text))
+        } else if lower.contains("goaway")
+            || lower.contains("go away")
+            || lower.contains("connection error received")
+        {
+            // h2 prints a remote GOAWAY as "connection error received: <reason>".
+            TransportError::GoAway(bounded(&text))
+        } else if lower.contains("dns error") || lower.contains("failed to lookup address") {
+            TransportError::Dns(bounded(&text))
+        } else if lower.contains("connection refused") {
+            TransportError::Refused
+        } else if lower.contains("connection reset") || lower.contains("broken pipe") {
+            TransportError::Reset
+        } else if lower.contains("connection closed before message completed")
+            || lower.contains("unexpected eof")
+        {
+            TransportError::Eof
+        } else if lower.contains("timed out") || lower.contains("deadline has elapsed") {
+            TransportError::Timeout
+        } else {
+            TransportError::Other(bounded(&text))
+        }
+    }
+}
+
+impl Classify for TransportError {
+    fn classify(&self) -> ErrorClass {
+        use ErrorClass::{Permanent, Transient};
+        match self {
+            TransportError::Refused => Transient(Reason::ConnectionRefused),
+            TransportError::Reset => Transient(Reason::ConnectionReset),
+            TransportError::Eof => Transient(Reason::UnexpectedEof),
+            TransportError::Timeout => Transient(Reason::Timeout),
+            TransportError::Unreachable => Transient(Reason::Unreachable),
+            TransportError::GoAway(_) => Transient(Reason::GoAway),
+            // A load balancer's name may be briefly unresolvable while DNS is reconfigured; the
+            // budget bounds how long we wait for it.
+            TransportError::Dns(_) => Transient(Reason::Dns),
+            TransportError::Tls(_) => ErrorClass::Trust,
+            // Unknown transport failures are not on DESIGN's retried list: fail fast and say
+            // what happened rather than spin on something we do not understand.
+            TransportError::Other(_) => Permanent(Reason::Other),
+        }
+    }
+}
+
+/// One Kubernetes API call's failure: an HTTP answer or no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiCallError {
+    #[error("{0}")]
+    Status(ApiError),
+    #[error("{0}")]
+    Transport(TransportError),
+}
+
+impl From<ApiError> for ApiCallError {
+    fn from(e: ApiError) -> Self {
+        ApiCallError::Status(e)
+    }
+}
+
+impl From<TransportError> for ApiCallError {
+    fn from(e: TransportError) -> Self {
+        ApiCallError::Transport(e)
+    }
+}
+
+impl Classify for ApiCallError {
+    fn classify(&self) -> ErrorClass {
+        match self {
+            ApiCallError::Status(e) => e.classify(),
+            ApiCallError::Transport(e) => e.classify(),
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ApiCallError::Status(e) => e.retry_after(),
+            ApiCallError::Transport(_) => None,
+        }
+    }
+
+    fn is_not_found(&self) -> bool {
+        matches!(self, ApiCallError::Status(e) if e.is_not_found())
+    }
+}
+
+/// Classifies a gRPC status from etcd: trust first, then etcd's transient messages, then the code.
+pub fn classify_grpc(status: &tonic::Status) -> ErrorClass {
+    use tonic::Code;
+    use ErrorClass::{Permanent, Transient};
+    let mut chain = status.message().to_string();
+    let mut cur = StdError::source(status);
+    let mut depth = 0;
+    while let (Some(e), true) = (cur, depth < 16) {
+        chain.push_str(": ");
+        chain.push_str(&e.to_string());
+        cur = e.source();
+        depth += 1;
+    }
+    if looks_like_trust(&chain) {
+        return ErrorClass::Trust;
+    }
+    if let Some(r) = etcd_transient(status.message()) {
+        return Transient(r);
+    }
+    match status.code() {
+        Code::Unavailable => {
+            // tonic reports a failed connect as Unavailable with the io error as its source;
+            // keep the connection reason so the wake-on-connect watcher can arm.
+            match StdError::source(status) {
+                Some(src) => match TransportError::from_error(src).classify() {
+                    c @ Transient(r) if r.is_connection() => c,
+                    _ => Transient(Reason::GrpcUnavailable),
+                },
+                None => Transient(Reason::GrpcUnavailable),
+            }
+        }
+        Code::DeadlineExceeded => Transient(Reason::GrpcDeadlineExceeded),
+        other => Permanent(Reason::Grpc(other as i32)),
+    }
+}
+
+impl Classify for etcd_client::Error {
+    fn classify(&self) -> ErrorClass {
+        use etcd_client::Error as E;
+        match self {
+            E::GRpcStatus(s) => classify_grpc(s),
+            E::IoError(e) => TransportError::from_io(e).classify(),
+            E::TransportError(e) => match TransportError::from_error(e) {
+                // A tonic transport error is always about reaching the member; one we cannot
+                // name further is still worth the etcd budget.
+                TransportError::Other(_) => ErrorClass::Transient(Reason::GrpcUnavailable),
+                t => t.classify(),
+            },
+            E::InvalidArgs(_)
+            | E::InvalidUri(_)
+            | E::Utf8Error(_)
+            | E::InvalidMetadataValue(_)
+            | E::EndpointError(_)
+            | E::EndpointsNotManaged => ErrorClass::Permanent(Reason::Client),
+            _ => ErrorClass::Permanent(Reason::Other),
+        }
+    }
+}
+
+/// Parses a `Retry-After` value: delta-seconds, or an HTTP date (RFC 9110 section 10.2.3). A
+/// date in the past means "now" (zero).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(
+        at.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_AFTER),
+    )
+}
+
+/// Trims, strips control characters and bounds a message to [`MAX_MESSAGE`] bytes (on a char
+/// boundary).
+pub(crate) fn bounded(s: &str) -> String {
+    let clean: String = s
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if clean.len() <= MAX_MESSAGE {
+        return clean;
+    }
+    let mut end = MAX_MESSAGE;
+    while !clean.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &clean[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ErrorClass::{Conflict, Permanent, Transient, Trust};
+
+    fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
+        serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// DESIGN section 6, every HTTP row.
+    #[test]
+    fn http_table() {
+        let rows: &[(u16, &str, &str, ErrorClass)] = &[
+            (
+                429,
+                "TooManyRequests",
+                "too many requests",
+                Transient(Reason::TooManyRequests),
+            ),
+            (502, "", "bad gateway", Transient(Reason::BadGateway)),
+            (
+                503,
+                "ServiceUnavailable",
+                "",
+                Transient(Reason::ServiceUnavailable),
+            ),
+            (504, "Timeout", "", Transient(Reason::GatewayTimeout)),
+            (
+                500,
+                "InternalError",
+                "Internal error occurred: etcdserver: leader changed",
+                Transient(Reason::EtcdLeaderChanged),
+            ),
+            (
+                500,
+                "",
+                "etcdserver: request timed out",
+                Transient(Reason::EtcdRequestTimedOut),
+            ),
+            (
+                500,
+                "",
+                "etcdserver: no leader",
+                Transient(Reason::EtcdNoLeader),
+            ),
+            (
+                500,
+                "",
+                "etcdserver: too many requests",
+                Transient(Reason::EtcdTooManyRequests),
+            ),
+            (
+                500,
+                "ServerTimeout",
+                "try again",
+                Transient(Reason::ServerTimeout),
+            ),
+            (
+                500,
+                "InternalError",
+                "nil pointer",
+                Permanent(Reason::InternalError),
+            ),
+            (409, "Conflict", "the object has been modified", Conflict),
+            (
+                409,
+                "AlreadyExists",
+                "exists",
+                Permanent(Reason::AlreadyExists),
+            ),
+            (400, "BadRequest", "", Permanent(Reason::BadRequest)),
+            (401, "Unauthorized", "", Permanent(Reason::Unauthorized)),
+            (403, "Forbidden", "forbidden", Permanent(Reason::Forbidden)),
+            (404, "NotFound", "not found", Permanent(Reason::NotFound)),
+            (422, "Invalid", "spec invalid", Permanent(Reason::Invalid)),
+            (501, "", "", Permanent(Reason::Status(501))),
+            (405, "MethodNotAllowed", "", Permanent(Reason::Status(405))),
+        ];
+        for (code, reason, message, want) in rows {
+            let e = ApiError::from_response(*code, None, &status_body(*code, reason, message));
+            assert_eq!(e.classify(), *want, "{code} {reason} {message:?}");
+        }
+    }
+
+    /// DESIGN section 6, every transport row (GOAWAY, refused, reset, EOF, timeout) and trust.
+    #[test]
+    fn transport_table() {
+        let io = |k: io::ErrorKind| TransportError::from_io(&io::Error::new(k, "x"));
+        let rows = [
+            (
+                io(io::ErrorKind::ConnectionRefused),
+                Transient(Reason::ConnectionRefused),
+            ),
+            (
+                io(io::ErrorKind::ConnectionReset),
+                Transient(Reason::ConnectionReset),
+            ),
+            (
+                io(io::ErrorKind::BrokenPipe),
+                Transient(Reason::ConnectionReset),
+            ),
+            (
+                io(io::ErrorKind::UnexpectedEof),
+                Transient(Reason::UnexpectedEof),
+            ),
+            (io(io::ErrorKind::TimedOut), Transient(Reason::Timeout)),
+            (
+                io(io::ErrorKind::HostUnreachable),
+                Transient(Reason::Unreachable),
+            ),
+            (
+                TransportError::GoAway("NO_ERROR".into()),
+                Transient(Reason::GoAway),
+            ),
+            (TransportError::Tls("UnknownIssuer".into()), Trust),
+            (
+                TransportError::Other("weird".into()),
+                Permanent(Reason::Other),
+            ),
+        ];
+        for (e, want) in rows {
+            assert_eq!(e.classify(), want, "{e}");
+        }
+        // Connection-class reasons arm the watcher; GOAWAY and HTTP answers do not.
+        assert!(Transient(Reason::ConnectionRefused).is_connection());
+        assert!(Transient(Reason::AttemptTimeout).is_connection());
+        assert!(!Transient(Reason::GoAway).is_connection());
+        assert!(!Transient(Reason::ServiceUnavailable).is_connection());
+    }
+
+    #[derive(Debug)]
+    struct Wrap(&'static str, Option<Box<dyn StdError + Send + Sync>>);
+    impl fmt::Display for Wrap {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl StdError for Wrap {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            self.1.as_deref().map(|e| e as &(dyn StdError + 'static))
+        }
+    }
+
+    #[test]
+    fn transport_from_error_chain() {
+        let refused = Wrap(
+            "client error (Connect)",
+            Some(Box::new(io::Error::from(io::ErrorKind::ConnectionRefused))),
+        );
+        assert_eq!(
+            TransportError::from_error(&refused),
+            TransportError::Refused
+        );
+        let goaway = Wrap(
+            "http2 error",
+            Some(Box::new(Wrap(
+                "connection error received: not a result of an error",
+                None,
+            ))),
+        );
+        assert!(matches!(
+            TransportError::from_error(&goaway),
+            TransportError::GoAway(_)
+        ));
+        let cert = Wrap("invalid peer certificate: UnknownIssuer", None);
+        assert_eq!(TransportError::from_error(&cert).classify(), Trust);
+        let rustls_err = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        assert_eq!(TransportError::from_io(&rustls_err).classify(), Trust);
+    }
+
+    /// DESIGN section 6 for etcd: Unavailable/DeadlineExceeded and etcd's messages are transient;
+    /// other codes permanent; TLS trust.
+    #[test]
+    fn etcd_table() {
+        use tonic::{Code, Status};
+        let rows = [
+            (
+                Status::new(Code::Unavailable, "etcdserver: leader changed"),
+                Transient(Reason::EtcdLeaderChanged),
+            ),
+            (
+                Status::new(Code::Unavailable, "etcdserver: request timed out"),
+                Transient(Reason::EtcdRequestTimedOut),
+            ),
+            (
+                Status::new(Code::Unavailable, "etcdserver: no leader"),
+                Transient(Reason::EtcdNoLeader),
+            ),
+            (
+                Status::new(Code::ResourceExhausted, "etcdserver: too many requests"),
+                Transient(Reason::EtcdTooManyRequests),
+            ),
+            (
+                Status::new(Code::Unavailable, "transport is closing"),
+                Transient(Reason::GrpcUnavailable),
+            ),
+            (
+                Status::new(Code::DeadlineExceeded, "context deadline exceeded"),
+                Transient(Reason::GrpcDeadlineExceeded),
+            ),
+            (
+                Status::new(Code::InvalidArgument, "etcdserver: key is not provided"),
+                Permanent(Reason::Grpc(Code::InvalidArgument as i32)),
+            ),
+            (
+                Status::new(Code::PermissionDenied, "etcdserver: permission denied"),
+                Permanent(Reason::Grpc(Code::PermissionDenied as i32)),
+            ),
+            (
+                Status::new(Code::Unauthenticated, "etcdserver: invalid auth token"),
+                Permanent(Reason::Grpc(Code::Unauthenticated as i32)),
+            ),
+            (
+                Status::new(Code::FailedPrecondition, "etcdserver: member not found"),
+                Permanent(Reason::Grpc(Code::FailedPrecondition as i32)),
+            ),
+            (
+                Status::new(
+                    Code::ResourceExhausted,
+                    "etcdserver: mvcc: database space exceeded",
+                ),
+                Permanent(Reason::Grpc(Code::ResourceExhausted as i32)),
+            ),
+            (
+                Status::new(Code::Unknown, "h2 protocol error"),
+                Permanent(Reason::Grpc(Code::Unknown as i32)),
+            ),
+            (
+                Status::new(
+                    Code::Unavailable,
+                    "error trying to connect: invalid peer certificate: UnknownIssuer",
+                ),
+                Trust,
+            ),
+        ];
+        for (s, want) in rows {
+            let msg = s.message().to_string();
+            let e = etcd_client::Error::GRpcStatus(s);
+            assert_eq!(e.classify(), want, "{msg}");
+        }
+        let io = etcd_client::Error::IoError(io::Error::from(io::ErrorKind::ConnectionRefused));
+        assert_eq!(io.classify(), Transient(Reason::ConnectionRefused));
+        let args = etcd_client::Error::InvalidArgs("bad".into());
+        assert_eq!(args.classify(), Permanent(Reason::Client));
+        let watch = etcd_client::Error::WatchError("gone".into());
+        assert_eq!(watch.classify(), Permanent(Reason::Other));
+    }
+
+    #[test]
+    fn status_body_parsing_is_robust() {
+        // Header wins over details.retryAfterSeconds.
+        let body = br#"{"kind":"Status","message":"slow down","reason":"TooManyRequests","details":{"retryAfterSeconds":7},"code":429}"#;
+        let e = ApiError::from_response(429, Some("2"), body);
+        assert_eq!(e.retry_after, Some(Duration::from_secs(2)));
+        assert_eq!(e.reason.as_deref(), Some("TooManyRequests"));
+        assert_eq!(e.message, "slow down");
+        let e = ApiError::from_response(429, None, body);
+        assert_eq!(e.retry_after, Some(Duration::from_secs(7)));
+        // Not JSON: the text is kept, bounded.
+        let e = ApiError::from_response(502, Some("garbage"), b"<html>bad gateway</html>");
+        assert_eq!(e.message, "<html>bad gateway</html>");
+        assert_eq!(e.retry_after, None);
+        assert_eq!(e.to_string(), "502 Bad Gateway: <html>bad gateway</html>");
+        // Empty body.
+        let e = ApiError::from_response(503, None, b"");
+        assert_eq!(e.to_string(), "503 Service Unavailable");
+        // Oversized body is not parsed; message is bounded.
+        let mut big = br#"{"kind":"Status","message":""#.to_vec();
+        big.extend(std::iter::repeat_n(b'a', MAX_STATUS_BODY + 10));
+        big.extend(br#""}"#);
+        let e = ApiError::from_response(500, None, &big);
+        assert!(e.message.len() <= MAX_MESSAGE + 3);
+        assert_eq!(e.reason, None);
+        // JSON that is not a Status object.
+        let e = ApiError::from_response(500, None, br#"[1,2,3]"#);
+        assert_eq!(e.message, "[1,2,3]");
+        // Control characters do not reach logs.
+        let e = ApiError::from_response(400, None, b"bad\n\x1b[31mred");
+        assert!(!e.message.contains('\n') && !e.message.contains('\x1b'));
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_retry_after(" 2 ", now), Some(Duration::from_secs(2)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(
+            parse_retry_after(&later, now),
+            Some(Duration::from_secs(30))
+        );
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("99999999", now), Some(MAX_RETRY_AFTER));
+    }
+}
