@@ -31,7 +31,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Check that this node's network can carry a control-plane join.
-    Preflight(PreflightArgs),
+    Preflight(Box<PreflightArgs>),
     /// Perform the join's status writes with per-call retries (not built yet).
     UpdateStatus(Unbuilt),
     /// Per-hop latency and loss to a target, like mtr (not built yet).

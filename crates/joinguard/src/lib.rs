@@ -4,5 +4,14 @@
 //! The library holds all logic; the binary only parses flags and calls it. Data flows
 //! inputs -> plan -> probes -> stats -> checks -> report (DESIGN section 3).
 
+pub mod check;
+pub mod cli;
+pub mod logging;
+pub mod output;
+pub mod preflight;
 pub mod probe;
+pub mod report;
+pub mod retry;
+pub mod sampling;
+pub mod stats;
 pub mod target;

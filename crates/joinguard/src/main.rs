@@ -9,7 +9,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     joinguard::logging::init(cli.verbose);
     let code = match cli.command {
-        Command::Preflight(args) => joinguard::preflight::run_cli(args),
+        Command::Preflight(args) => joinguard::preflight::run_cli(*args),
         Command::Version => joinguard::output::print_version(),
         Command::UpdateStatus(_) => joinguard::output::unbuilt("update-status"),
         Command::Trace(_) => joinguard::output::unbuilt("trace"),

@@ -140,8 +140,11 @@ impl Pinger {
                     if !all_sent && Instant::now() >= send_at {
                         let seq = first.wrapping_add(next_send as u16);
                         let packet = echo_request(self.ident, seq);
+                        // Stamp before sending: a preemption after the send would otherwise
+                        // shorten the measured RTT, below what the wire allows.
+                        let stamp = Instant::now();
                         if self.sock.get_ref().send_to(&packet, &to).is_ok() {
-                            sent[next_send] = Some(Instant::now());
+                            sent[next_send] = Some(stamp);
                         }
                         next_send += 1;
                     }

@@ -1,0 +1,225 @@
+//! `joinguard preflight`: decides whether this node's network can carry a control-plane join.
+//!
+//! Flow (DESIGN section 3): flags -> [`input`] (validated targets and TLS material) -> [`run`]
+//! (the paced, adaptive sampler) -> `stats` -> `check` -> `report`. With `--wait`, the whole
+//! check is repeated on the retry layer's schedule until fit or until the wait ends.
+//!
+//! This module wires the stages together and maps outcomes to exit codes; it neither probes nor
+//! formats by itself.
+
+pub mod input;
+pub mod run;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
+use crate::cli::{Output, PreflightArgs};
+use crate::output;
+use crate::report::{render_json, render_text, Report};
+use crate::retry::{wait_until, Backoff};
+use crate::sampling::SamplingPolicy;
+use crate::stats::Summary;
+
+pub use input::{InputError, PreflightInput};
+pub use run::Observations;
+
+/// The result of one check run.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A report with a verdict.
+    Report(Box<Report>),
+    /// A certificate did not verify against the given CA: never retried, never downgraded.
+    Trust(String),
+}
+
+impl Outcome {
+    /// The exit code this outcome maps to.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Outcome::Report(r) => r.exit_code(),
+            Outcome::Trust(_) => exit::TRUST_FAILURE,
+        }
+    }
+}
+
+/// Entry point of `joinguard preflight`: returns the process exit code.
+pub fn run_cli(args: PreflightArgs) -> u8 {
+    let input = match PreflightInput::from_args(&args) {
+        Ok(i) => i,
+        Err(e) => {
+            output::say(&format!("joinguard preflight: {e}"));
+            return exit::INVALID_INPUT;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            output::say(&format!("joinguard preflight: cannot start the runtime: {e}"));
+            return exit::UNFIT;
+        }
+    };
+    let outcome = rt.block_on(preflight(&input));
+    print_outcome(&input, &outcome);
+    outcome.exit_code()
+}
+
+/// Runs the check once, or with `--wait` until fit or the wait ends.
+pub async fn preflight(input: &PreflightInput) -> Outcome {
+    let Some(wait) = input.wait else {
+        return check_once(input, input.timeout).await;
+    };
+    let deadline = Instant::now() + wait;
+    let text = input.output == Output::Text;
+    let waited = wait_until(
+        &Backoff::PREFLIGHT_WAIT,
+        deadline.into(),
+        |_attempt| async move {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match check_once(input, input.timeout.min(left.max(Duration::from_millis(500)))).await {
+                // A trust failure ends the wait: waiting cannot fix a wrong CA.
+                o @ Outcome::Trust(_) => Ok(o),
+                Outcome::Report(r) if r.exit_code() == exit::FIT => Ok(Outcome::Report(r)),
+                Outcome::Report(r) => Err(r),
+            }
+        },
+        |p| {
+            let errors: Vec<String> = p
+                .not_yet
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Error)
+                .map(|c| format!("{} {}", c.name, c.target))
+                .collect();
+            let next = match p.next_in {
+                Some(d) => format!("checking again in {:.1}s", d.as_secs_f64()),
+                None => "no time left for another check".to_string(),
+            };
+            if text || !errors.is_empty() {
+                output::say(&format!(
+                    "[preflight] check {} after {:.1}s: not fit ({}); {next} (--wait {})",
+                    p.attempt,
+                    p.elapsed.as_secs_f64(),
+                    errors.join(", "),
+                    humantime::format_duration(wait)
+                ));
+            }
+        },
+    )
+    .await;
+    match waited {
+        Ok(o) => o,
+        Err(timed_out) => match timed_out.last {
+            Some(r) => {
+                output::say(&format!(
+                    "[preflight] still not fit after waiting {:.1}s ({} checks); giving up",
+                    timed_out.elapsed.as_secs_f64(),
+                    timed_out.checks
+                ));
+                Outcome::Report(r)
+            }
+            // The deadline cut the only check off: run one final short check for a verdict.
+            None => check_once(input, Duration::from_secs(2)).await,
+        },
+    }
+}
+
+/// One check run, bounded by `budget`.
+pub async fn check_once(input: &PreflightInput, budget: Duration) -> Outcome {
+    let started = Instant::now();
+    let obs = run::observe(input, SamplingPolicy::default(), budget).await;
+    if let Some(t) = &obs.trust_failure {
+        return Outcome::Trust(t.clone());
+    }
+    Outcome::Report(Box::new(evaluate(input, obs, started.elapsed())))
+}
+
+/// Judges what a run saw.
+pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Report {
+    let summaries: Vec<Summary> = obs
+        .series
+        .iter()
+        .map(|s| Summary::from_samples(&s.target, s.probe, &s.samples))
+        .collect();
+    let checker = Checker::new(input.thresholds.clone(), input.ignore.clone());
+    let mut checks = checker.evaluate_summaries(&summaries);
+
+    // Where a host has an ICMP loss stream, that stream alone judges its packet loss: the
+    // other probes of that host would judge the same path again, on far fewer samples.
+    let host_of = |endpoint: &str| -> Option<IpAddr> {
+        let host = endpoint.rsplit_once(':').map(|(h, _)| h)?;
+        host.trim_matches(|c| c == '[' || c == ']').parse().ok()
+    };
+    let icmp_hosts: Vec<IpAddr> = obs.icmp_endpoints.iter().filter_map(|e| host_of(e)).collect();
+    checks.retain(|c| {
+        c.name != CheckName::PacketLoss
+            || obs.icmp_endpoints.contains(&c.target)
+            || !host_of(&c.target).is_some_and(|h| icmp_hosts.contains(&h))
+    });
+
+    if !obs.members.is_empty() {
+        checks.extend(checker.etcd_health(&obs.members));
+    }
+    for (target, skew) in &obs.skews {
+        checks.push(checker.clock_skew(target, *skew));
+    }
+    if !input.etcd_clients.is_empty() {
+        checks.push(checker.etcd_identity(input.etcd_identity.is_some()));
+    }
+    let mut notes = obs.notes.clone();
+    if let Some((target, db_size, result)) = &obs.snapshot {
+        match result {
+            Ok(p) => checks.push(checker.snapshot_transfer(target, *db_size, p.bytes_per_second())),
+            Err(e) => notes.push(format!("{target}: the bandwidth probe failed: {e}")),
+        }
+    }
+    for (target, e) in &obs.write_failures {
+        checks.push(CheckResult {
+            name: CheckName::EtcdHealth,
+            target: target.endpoint.clone(),
+            status: Status::Error,
+            message: format!(
+                "{target}: the write probe failed: {e}; a join writes to etcd (member add, \
+                 learner promotion), so it would fail the same way"
+            ),
+            measured: None,
+            threshold: None,
+        });
+    }
+    if checks.is_empty() {
+        checks.push(CheckResult {
+            name: CheckName::EtcdHealth,
+            target: CLUSTER_TARGET.to_string(),
+            status: Status::Error,
+            message: "nothing could be measured before --timeout ended; give the run more time"
+                .to_string(),
+            measured: None,
+            threshold: None,
+        });
+    }
+    let checks = checker.finish(checks);
+    Report::new(&summaries, checks, notes, took)
+}
+
+fn print_outcome(input: &PreflightInput, outcome: &Outcome) {
+    match outcome {
+        Outcome::Trust(msg) => output::say(&format!(
+            "[preflight] trust failure: {msg}\n[preflight] This is not retried: check that the CA \
+             file belongs to this cluster, or that nothing intercepts the connection."
+        )),
+        Outcome::Report(r) => {
+            let mut buf = Vec::new();
+            let res = match input.output {
+                Output::Text => render_text(r, &mut buf),
+                Output::Json => render_json(r, &mut buf),
+            };
+            if res.is_ok() {
+                output::stdout(&String::from_utf8_lossy(&buf));
+            }
+        }
+    }
+}
