@@ -19,7 +19,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit codes: 0 fit (warnings allowed), 1 not fit, 2 invalid input, 3 trust failure.
 #[derive(Parser, Debug)]
-#[command(name = "joinguard", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "joinguard",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

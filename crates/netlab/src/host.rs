@@ -111,7 +111,8 @@ impl Host {
         let path = format!("/run/netns/{}", self.netns());
         std::thread::scope(|s| {
             s.spawn(|| {
-                let ns = File::open(&path).map_err(|e| Error::Netns(format!("open {path}: {e}")))?;
+                let ns =
+                    File::open(&path).map_err(|e| Error::Netns(format!("open {path}: {e}")))?;
                 setns(&ns, CloneFlags::CLONE_NEWNET)
                     .map_err(|e| Error::Netns(format!("setns {path}: {e}")))?;
                 Ok(f())

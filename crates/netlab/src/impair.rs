@@ -338,7 +338,10 @@ mod tests {
         assert_eq!(imp.jitter, Some(Jitter::Normal(Duration::from_millis(2))));
         assert_eq!(imp.loss, Some(Loss::Random(0.01)));
         assert_eq!(imp.rate_bps, Some(10_000_000));
-        assert_eq!(imp.to_string(), "delay=25ms,jitter=2ms,loss=1%,rate=10000000bit");
+        assert_eq!(
+            imp.to_string(),
+            "delay=25ms,jitter=2ms,loss=1%,rate=10000000bit"
+        );
         assert!("blackout".parse::<Impairment>().unwrap().blackout);
         assert!("none".parse::<Impairment>().unwrap().is_clean());
     }
@@ -382,7 +385,8 @@ mod tests {
     #[test]
     fn normal_jitter_has_the_requested_sigma_and_never_goes_negative() {
         let mut rng = SmallRng::seed_from_u64(1);
-        let imp = Impairment::delay(Duration::from_millis(10)).with_jitter(Duration::from_millis(2));
+        let imp =
+            Impairment::delay(Duration::from_millis(10)).with_jitter(Duration::from_millis(2));
         let xs: Vec<f64> = (0..50_000)
             .map(|_| imp.sample_delay(&mut rng).as_secs_f64() * 1e3)
             .collect();

@@ -117,10 +117,13 @@ impl LabBuilder {
             let tun_name = format!("{prefix}t{i}");
             let mut cfg = tun::Configuration::default();
             cfg.tun_name(&tun_name).layer(tun::Layer::L3).mtu(1500);
-            let dev = tun::create(&cfg)
-                .map_err(|e| Error::Tun(format!("create {tun_name} (is /dev/net/tun there?): {e}")))?;
+            let dev = tun::create(&cfg).map_err(|e| {
+                Error::Tun(format!("create {tun_name} (is /dev/net/tun there?): {e}"))
+            })?;
             host::ip(&["link", "set", "dev", &tun_name, "netns", &netns])?;
-            host::ip(&["-n", &netns, "link", "set", "dev", &tun_name, "name", LAB_IFACE])?;
+            host::ip(&[
+                "-n", &netns, "link", "set", "dev", &tun_name, "name", LAB_IFACE,
+            ])?;
             host::ip(&[
                 "-n",
                 &netns,
@@ -162,7 +165,10 @@ impl Lab {
     pub fn host(&self, name: &str) -> &Host {
         self.try_host(name).unwrap_or_else(|| {
             let names: Vec<_> = self.hosts.iter().map(Host::name).collect();
-            panic!("lab {} has no host `{name}` (hosts: {names:?})", self.prefix)
+            panic!(
+                "lab {} has no host `{name}` (hosts: {names:?})",
+                self.prefix
+            )
         })
     }
 
@@ -225,8 +231,11 @@ fn fresh_prefix() -> String {
         let p = format!("{PREFIX}{:04x}", rand::rng().random::<u16>());
         let taken = std::fs::read_dir("/run/netns")
             .map(|rd| {
-                rd.flatten()
-                    .any(|e| e.file_name().to_string_lossy().starts_with(&format!("{p}-")))
+                rd.flatten().any(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("{p}-"))
+                })
             })
             .unwrap_or(false);
         if !taken {

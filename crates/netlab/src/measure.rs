@@ -111,12 +111,7 @@ impl Drop for SinkListener {
 
 /// Times `count` TCP connects from `from` to `to`, `gap` apart, each on a fresh connection.
 /// Failed connects are left out of the figures.
-pub fn tcp_connect(
-    from: &Host,
-    to: SocketAddr,
-    count: u32,
-    gap: Duration,
-) -> Result<Rtt, Error> {
+pub fn tcp_connect(from: &Host, to: SocketAddr, count: u32, gap: Duration) -> Result<Rtt, Error> {
     from.run(|| {
         let mut xs = Vec::new();
         for _ in 0..count {
@@ -133,7 +128,13 @@ pub fn tcp_connect(
 
 /// Times `count` UDP echo round trips from `from` to an echo socket in `to`, `gap` apart, with
 /// microsecond resolution (ping prints 0.1 ms steps above 10 ms). Lost echoes are left out.
-pub fn udp_echo(from: &Host, to: &Host, port: u16, count: u32, gap: Duration) -> Result<Rtt, Error> {
+pub fn udp_echo(
+    from: &Host,
+    to: &Host,
+    port: u16,
+    count: u32,
+    gap: Duration,
+) -> Result<Rtt, Error> {
     let addr = SocketAddr::from((to.addr(), port));
     let server = to
         .run(|| std::net::UdpSocket::bind(addr))?

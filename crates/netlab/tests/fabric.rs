@@ -39,7 +39,9 @@ fn delay_25ms_each_way_adds_50ms_to_ping_and_tcp_connect() {
 
     let want_ping = 50.0 + base_ping.median_ms;
     let want_tcp = 50.0 + base_tcp.median_ms;
-    eprintln!("ping base {base_ping:?} delayed {d_ping:?}; tcp base {base_tcp:?} delayed {d_tcp:?}");
+    eprintln!(
+        "ping base {base_ping:?} delayed {d_ping:?}; tcp base {base_tcp:?} delayed {d_tcp:?}"
+    );
     assert!(
         (d_ping.median_ms - want_ping).abs() < 1.0,
         "ping median {:.3} ms, want {want_ping:.3} +- 1 ms",
@@ -51,7 +53,11 @@ fn delay_25ms_each_way_adds_50ms_to_ping_and_tcp_connect() {
         d_tcp.median_ms
     );
     // A proxy would answer the SYN locally; through the forwarder, connect pays the full RTT.
-    assert!(d_tcp.min_ms > 49.0, "tcp connect min {:.3} ms", d_tcp.min_ms);
+    assert!(
+        d_tcp.min_ms > 49.0,
+        "tcp connect min {:.3} ms",
+        d_tcp.min_ms
+    );
 }
 
 /// Sends `n` numbered datagrams from `from` to a socket in `to`, `gap` apart, and returns which
@@ -75,7 +81,10 @@ fn udp_stream(
         let mut idle_after_done = 0;
         loop {
             match rx.recv(&mut buf) {
-                Ok(4) => got.push((u32::from_be_bytes(buf[..4].try_into().unwrap()), Instant::now())),
+                Ok(4) => got.push((
+                    u32::from_be_bytes(buf[..4].try_into().unwrap()),
+                    Instant::now(),
+                )),
                 Ok(_) => {}
                 Err(_) if d2.load(Ordering::Relaxed) => {
                     idle_after_done += 1;
@@ -115,22 +124,33 @@ fn ten_percent_loss_shows_as_ten_percent_over_1000_probes() {
     let loss = 1.0 - got.len() as f64 / 1000.0;
     let st = lab.net().stats(a, b);
     eprintln!("observed loss {loss:.3}, forwarder counters {st:?}");
-    assert!((loss - 0.10).abs() <= 0.03, "observed loss {loss:.3}, want 0.10 +- 0.03");
-    assert_eq!(st.dropped_loss as usize, 1000 - got.len(), "every loss is counted");
+    assert!(
+        (loss - 0.10).abs() <= 0.03,
+        "observed loss {loss:.3}, want 0.10 +- 0.03"
+    );
+    assert_eq!(
+        st.dropped_loss as usize,
+        1000 - got.len(),
+        "every loss is counted"
+    );
 }
 
 #[test]
 fn burst_loss_drops_consecutive_packets() {
     let lab = lab2();
     let (a, b) = (lab.host("a"), lab.host("b"));
-    lab.net().set(a, b, Impairment::none().with_burst_loss(0.10, 5.0));
+    lab.net()
+        .set(a, b, Impairment::none().with_burst_loss(0.10, 5.0));
     let got = udp_stream(a, b, 7003, 2000, Duration::from_micros(300), |_| {});
     let seqs: Vec<u32> = got.iter().map(|g| g.0).collect();
     let lost = 2000 - seqs.len();
     let gaps = seqs.windows(2).filter(|w| w[1] != w[0] + 1).count().max(1);
     let mean_burst = lost as f64 / gaps as f64;
     eprintln!("lost {lost}, bursts {gaps}, mean burst {mean_burst:.2}");
-    assert!((120..=280).contains(&lost), "lost {lost} of 2000, want about 200");
+    assert!(
+        (120..=280).contains(&lost),
+        "lost {lost} of 2000, want about 200"
+    );
     assert!(mean_burst > 3.0, "mean burst {mean_burst:.2}, want about 5");
 }
 
@@ -154,7 +174,11 @@ fn blackout_drops_everything_and_traffic_resumes_within_100ms() {
     });
     let lifted = lifted_at.into_inner().unwrap().unwrap();
     let during: Vec<_> = got.iter().filter(|(s, _)| (100..200).contains(s)).collect();
-    assert!(during.is_empty(), "{} datagrams crossed a blackout", during.len());
+    assert!(
+        during.is_empty(),
+        "{} datagrams crossed a blackout",
+        during.len()
+    );
     let first_after = got
         .iter()
         .filter(|(_, t)| *t >= lifted)
@@ -163,7 +187,10 @@ fn blackout_drops_everything_and_traffic_resumes_within_100ms() {
         .expect("traffic after the blackout");
     eprintln!("first datagram {first_after:?} after lifting");
     assert!(first_after < ms(100), "resumed after {first_after:?}");
-    assert!(got.iter().filter(|(s, _)| *s >= 200).count() >= 195, "traffic resumed fully");
+    assert!(
+        got.iter().filter(|(s, _)| *s >= 200).count() >= 195,
+        "traffic resumed fully"
+    );
     assert!(net.stats(a, b).dropped_blackout >= 100);
 }
 
@@ -208,8 +235,14 @@ fn delay_changed_mid_stream_takes_effect_without_reconnecting() {
     let later = round(20);
     eprintln!("echo RTT median: {before:.3} -> {after:.3} -> {later:.3} ms on {local}");
     assert!(before < 2.0, "clean RTT {before:.3} ms");
-    assert!((after - 40.0 - before).abs() < 1.5, "after 20 ms each way: {after:.3} ms");
-    assert!((later - 10.0 - before).abs() < 1.5, "after 5 ms each way: {later:.3} ms");
+    assert!(
+        (after - 40.0 - before).abs() < 1.5,
+        "after 20 ms each way: {after:.3} ms"
+    );
+    assert!(
+        (later - 10.0 - before).abs() < 1.5,
+        "after 5 ms each way: {later:.3} ms"
+    );
     drop(s);
     echo.join().unwrap();
 }
@@ -259,14 +292,22 @@ fn rate_limit_caps_tcp_throughput() {
 fn jitter_spreads_rtt_without_reordering() {
     let lab = lab2();
     let (a, b) = (lab.host("a"), lab.host("b"));
-    lab.net().set(a, b, Impairment::delay(ms(10)).with_jitter(ms(2)));
+    lab.net()
+        .set(a, b, Impairment::delay(ms(10)).with_jitter(ms(2)));
     let got = udp_stream(a, b, 7007, 300, ms(3), |_| {});
     let seqs: Vec<u32> = got.iter().map(|g| g.0).collect();
-    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "datagrams were reordered");
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "datagrams were reordered"
+    );
     let p = ping(a, b, 40, ms(10)).unwrap();
     eprintln!("ping with 10 ms +- 2 ms one way: {p:?}");
     assert!(p.max_ms - p.min_ms > 2.0, "jitter not visible: {p:?}");
-    assert!((p.median_ms - 10.0).abs() < 2.0, "median {:.3}", p.median_ms);
+    assert!(
+        (p.median_ms - 10.0).abs() < 2.0,
+        "median {:.3}",
+        p.median_ms
+    );
 }
 
 #[test]

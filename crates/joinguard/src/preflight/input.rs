@@ -104,8 +104,12 @@ impl PreflightInput {
             }
             Ok::<_, InputError>(out)
         };
-        let etcd_clients =
-            parse_list("--etcd-endpoints", &a.etcd_endpoints, TargetKind::EtcdClient, 2379)?;
+        let etcd_clients = parse_list(
+            "--etcd-endpoints",
+            &a.etcd_endpoints,
+            TargetKind::EtcdClient,
+            2379,
+        )?;
         let etcd_peers = parse_list(
             "--etcd-peer-endpoints",
             &a.etcd_peer_endpoints,
@@ -152,7 +156,11 @@ impl PreflightInput {
             )
         })?;
         if (a.write_probe || a.bandwidth) && etcd_identity.is_none() {
-            let f = if a.write_probe { "--write-probe" } else { "--bandwidth" };
+            let f = if a.write_probe {
+                "--write-probe"
+            } else {
+                "--bandwidth"
+            };
             return Err(InputError::Other(format!(
                 "{f} needs an etcd identity: give --etcd-cacert, --etcd-cert and --etcd-key"
             )));
@@ -213,7 +221,11 @@ pub fn parse_endpoint(
     } else if allow_bare {
         format!("https://{value}")
     } else {
-        return Err(flag_err(flag, value, "expected a URL like https://10.0.0.11:2379"));
+        return Err(flag_err(
+            flag,
+            value,
+            "expected a URL like https://10.0.0.11:2379",
+        ));
     };
     let url = url::Url::parse(&with_scheme).map_err(|e| {
         flag_err(
@@ -307,20 +319,48 @@ mod tests {
 
     #[test]
     fn endpoints_parse_to_host_port() {
-        let t = parse_endpoint("--etcd-endpoints", "https://10.0.0.11:2379", TargetKind::EtcdClient, 2379, true).unwrap();
+        let t = parse_endpoint(
+            "--etcd-endpoints",
+            "https://10.0.0.11:2379",
+            TargetKind::EtcdClient,
+            2379,
+            true,
+        )
+        .unwrap();
         assert_eq!((t.endpoint.as_str(), t.tls), ("10.0.0.11:2379", true));
         let t = parse_endpoint("x", "10.0.0.11", TargetKind::EtcdClient, 2379, true).unwrap();
         assert_eq!(t.endpoint, "10.0.0.11:2379");
-        let t = parse_endpoint("x", "http://[fd00::1]:2380", TargetKind::EtcdPeer, 2380, true).unwrap();
+        let t = parse_endpoint(
+            "x",
+            "http://[fd00::1]:2380",
+            TargetKind::EtcdPeer,
+            2380,
+            true,
+        )
+        .unwrap();
         assert_eq!((t.endpoint.as_str(), t.tls), ("[fd00::1]:2380", false));
-        let t = parse_endpoint("x", "api.example.com:6443", TargetKind::ApiServer, 6443, true).unwrap();
+        let t = parse_endpoint(
+            "x",
+            "api.example.com:6443",
+            TargetKind::ApiServer,
+            6443,
+            true,
+        )
+        .unwrap();
         assert_eq!(t.host, "api.example.com");
     }
 
     #[test]
     fn malformed_endpoints_name_the_flag() {
-        for bad in ["https://", "ftp://10.0.0.1:21", "https://10.0.0.1:99999", "https://h:1/path", "https://u:p@h:1"] {
-            let e = parse_endpoint("--etcd-endpoints", bad, TargetKind::EtcdClient, 2379, true).unwrap_err();
+        for bad in [
+            "https://",
+            "ftp://10.0.0.1:21",
+            "https://10.0.0.1:99999",
+            "https://h:1/path",
+            "https://u:p@h:1",
+        ] {
+            let e = parse_endpoint("--etcd-endpoints", bad, TargetKind::EtcdClient, 2379, true)
+                .unwrap_err();
             let msg = e.to_string();
             assert!(msg.starts_with("--etcd-endpoints"), "{bad}: {msg}");
             assert!(!msg.contains("u:p@"), "credentials leaked: {msg}");

@@ -59,7 +59,9 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            output::say(&format!("joinguard preflight: cannot start the runtime: {e}"));
+            output::say(&format!(
+                "joinguard preflight: cannot start the runtime: {e}"
+            ));
             return exit::UNFIT;
         }
     };
@@ -80,7 +82,12 @@ pub async fn preflight(input: &PreflightInput) -> Outcome {
         deadline.into(),
         |_attempt| async move {
             let left = deadline.saturating_duration_since(Instant::now());
-            match check_once(input, input.timeout.min(left.max(Duration::from_millis(500)))).await {
+            match check_once(
+                input,
+                input.timeout.min(left.max(Duration::from_millis(500))),
+            )
+            .await
+            {
                 // A trust failure ends the wait: waiting cannot fix a wrong CA.
                 o @ Outcome::Trust(_) => Ok(o),
                 Outcome::Report(r) if r.exit_code() == exit::FIT => Ok(Outcome::Report(r)),
@@ -154,7 +161,11 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
         let host = endpoint.rsplit_once(':').map(|(h, _)| h)?;
         host.trim_matches(|c| c == '[' || c == ']').parse().ok()
     };
-    let icmp_hosts: Vec<IpAddr> = obs.icmp_endpoints.iter().filter_map(|e| host_of(e)).collect();
+    let icmp_hosts: Vec<IpAddr> = obs
+        .icmp_endpoints
+        .iter()
+        .filter_map(|e| host_of(e))
+        .collect();
     checks.retain(|c| {
         c.name != CheckName::PacketLoss
             || obs.icmp_endpoints.contains(&c.target)

@@ -14,7 +14,7 @@ use crate::check::{EtcdMemberHealth, Thresholds};
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberInfo, SnapshotProbe};
 use crate::probe::http::{self, HttpFailure};
 use crate::probe::icmp::{IcmpError, Pinger};
-use crate::probe::identity::{ALPN_HTTP1, ALPN_H2};
+use crate::probe::identity::{ALPN_H2, ALPN_HTTP1};
 use crate::probe::peer::PeerSession;
 use crate::probe::tls::{self, TlsClient};
 use crate::probe::{tcp, ProbeFailure, ProbeKind, Sample};
@@ -157,7 +157,12 @@ impl Clock {
 
 /// Takes samples with `take` until the policy has enough, the deadline nears, or the target
 /// proves unreachable.
-async fn stream<F, Fut>(clock: Clock, policy: &SamplingPolicy, limits: &[Limit], mut take: F) -> Vec<Sample>
+async fn stream<F, Fut>(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &[Limit],
+    mut take: F,
+) -> Vec<Sample>
 where
     F: FnMut(Duration) -> Fut,
     Fut: Future<Output = Sample>,
@@ -174,7 +179,11 @@ where
 }
 
 /// Probes everything `input` names, until the policy is satisfied or `budget` has passed.
-pub async fn observe(input: &PreflightInput, policy: SamplingPolicy, budget: Duration) -> Observations {
+pub async fn observe(
+    input: &PreflightInput,
+    policy: SamplingPolicy,
+    budget: Duration,
+) -> Observations {
     let clock = Clock {
         deadline: Instant::now() + budget.saturating_sub(REPORT_MARGIN),
     };
@@ -314,7 +323,10 @@ pub async fn observe(input: &PreflightInput, policy: SamplingPolicy, budget: Dur
                 let (policy, limits) = (policy, limits.clone());
                 std::thread::spawn(move || {
                     let local = Shared::default();
-                    if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
                         rt.block_on(icmp_host(clock, &policy, &limits, ip, t, &local));
                     }
                     local.obs.into_inner().unwrap_or_else(|e| e.into_inner())
@@ -324,7 +336,10 @@ pub async fn observe(input: &PreflightInput, policy: SamplingPolicy, budget: Dur
         let shared = &shared;
         async move {
             let joined = tokio::task::spawn_blocking(move || {
-                threads.into_iter().filter_map(|t| t.join().ok()).collect::<Vec<_>>()
+                threads
+                    .into_iter()
+                    .filter_map(|t| t.join().ok())
+                    .collect::<Vec<_>>()
             })
             .await
             .unwrap_or_default();
@@ -357,7 +372,8 @@ pub async fn observe(input: &PreflightInput, policy: SamplingPolicy, budget: Dur
     let mut obs = std::mem::take(&mut *shared.obs.lock().unwrap_or_else(|e| e.into_inner()));
     obs.member_list = discovery.list();
     label_members(&mut obs);
-    obs.series.sort_by(|a, b| (&a.target, a.probe).cmp(&(&b.target, b.probe)));
+    obs.series
+        .sort_by(|a, b| (&a.target, a.probe).cmp(&(&b.target, b.probe)));
     obs
 }
 
@@ -380,7 +396,12 @@ struct DiscoveryGuard<'a>(&'a Discovery);
 
 impl Drop for DiscoveryGuard<'_> {
     fn drop(&mut self) {
-        if self.0.pending.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+        if self
+            .0
+            .pending
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
             self.0.tx.send_if_modified(|s| {
                 let waiting = matches!(s, DiscoveryState::Waiting);
                 if waiting {
@@ -510,20 +531,30 @@ fn client_target<'a>(
         health.errors = st.errors.clone();
         health.raft_term = Some(st.raft_term);
         health.db_size = u64::try_from(st.db_size).ok();
-        if let Ok(alarms) = client.alarms().await {
-            health.alarms = alarms
-                .iter()
-                .filter(|a| a.kind != "NONE")
-                .map(|a| format!("{} on member {:x}", a.kind, a.member_id))
-                .collect();
-        }
+        // Active alarms come from Status' `errors` ("memberID:... alarm:NOSPACE"). AlarmList is
+        // not used: etcd serves it through raft, so it would commit a proposal on every member.
+        health.alarms = st
+            .errors
+            .iter()
+            .filter(|e| e.contains("alarm:"))
+            .cloned()
+            .collect();
         if let Some(d) = discovery.filter(|d| d.wanted()) {
             if let Ok(list) = client.member_list().await {
                 d.offer(list);
             }
         }
         shared.with(|o| o.members.push(health));
-        measure_member(clock, policy, limits, &mut client, target, st.is_learner, shared).await;
+        measure_member(
+            clock,
+            policy,
+            limits,
+            &mut client,
+            target,
+            st.is_learner,
+            shared,
+        )
+        .await;
     })
 }
 
@@ -591,7 +622,9 @@ async fn handshake_stream(
     // from TCP connects.
     let mut samples = Vec::new();
     for _ in 0..5 {
-        let Some(to) = clock.sample_timeout() else { break };
+        let Some(to) = clock.sample_timeout() else {
+            break;
+        };
         let r = tls::probe(target, tc, to).await;
         if let Err(e) = &r {
             if let Some(t) = e.trust_failure() {
@@ -784,7 +817,9 @@ async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, sha
             .iter()
             .find(|t| t.endpoint == endpoint)
             .cloned()
-            .or_else(|| Target::parse_url(TargetKind::EtcdClient, &format!("https://{endpoint}")).ok())
+            .or_else(|| {
+                Target::parse_url(TargetKind::EtcdClient, &format!("https://{endpoint}")).ok()
+            })
         else {
             continue;
         };

@@ -109,7 +109,12 @@ impl Pinger {
     /// Sends `count` echoes `interval` apart without waiting for replies (so a long RTT does not
     /// slow the series down), and collects each reply until `timeout` after its request. Returns
     /// one sample per echo, in order; a missing reply is a timeout (loss).
-    pub async fn series(&mut self, count: u16, interval: Duration, timeout: Duration) -> Vec<Sample> {
+    pub async fn series(
+        &mut self,
+        count: u16,
+        interval: Duration,
+        timeout: Duration,
+    ) -> Vec<Sample> {
         let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
         let first = self.seq.wrapping_add(1);
         let mut sent: Vec<Option<Instant>> = vec![None; usize::from(count)];
@@ -119,11 +124,7 @@ impl Pinger {
         let mut buf = [MaybeUninit::<u8>::uninit(); 1500];
         loop {
             let now = Instant::now();
-            let last_deadline = sent
-                .iter()
-                .flatten()
-                .last()
-                .map(|t| *t + timeout);
+            let last_deadline = sent.iter().flatten().last().map(|t| *t + timeout);
             let all_sent = next_send >= usize::from(count);
             let all_answered = got.iter().all(Option::is_some);
             if all_sent && (all_answered || last_deadline.is_some_and(|d| now >= d)) {
@@ -236,11 +237,16 @@ mod tests {
     #[tokio::test]
     async fn a_series_pipelines_echoes_and_counts_every_reply() {
         let mut p = Pinger::open(IpAddr::V4(Ipv4Addr::LOCALHOST)).expect("tests run as root");
-        let xs = p.series(50, Duration::from_millis(1), Duration::from_millis(500)).await;
+        let xs = p
+            .series(50, Duration::from_millis(1), Duration::from_millis(500))
+            .await;
         assert_eq!(xs.len(), 50);
         assert!(xs.iter().all(|s| s.result.is_ok()), "{xs:?}");
         let again = p.ping(Duration::from_secs(1)).await;
-        assert!(again.result.is_ok(), "sequence numbers continue after a series");
+        assert!(
+            again.result.is_ok(),
+            "sequence numbers continue after a series"
+        );
     }
 
     #[tokio::test]

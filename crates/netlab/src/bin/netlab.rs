@@ -185,7 +185,9 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             };
             let verb = if dry_run || check { "found" } else { "removed" };
             if found.is_empty() {
-                out(format!("netlab sweep: nothing left behind with prefix `{prefix}`"));
+                out(format!(
+                    "netlab sweep: nothing left behind with prefix `{prefix}`"
+                ));
                 return Ok(ExitCode::SUCCESS);
             }
             for ns in &found.namespaces {
@@ -244,7 +246,11 @@ fn up(
         if let Some(bin) = etcd_bin {
             spec.bin = bin;
         }
-        let hosts: Vec<_> = lab.hosts().iter().filter(|h| h.name() != "joiner").collect();
+        let hosts: Vec<_> = lab
+            .hosts()
+            .iter()
+            .filter(|h| h.name() != "joiner")
+            .collect();
         eprintln!(
             "netlab: starting etcd ({}) on {} members...",
             spec.bin.display(),
@@ -300,7 +306,10 @@ fn up(
     }
     out("");
     out(match duration {
-        Some(d) => format!("running for {}; Ctrl-C stops it earlier", humantime::format_duration(d)),
+        Some(d) => format!(
+            "running for {}; Ctrl-C stops it earlier",
+            humantime::format_duration(d)
+        ),
         None => "Ctrl-C stops the lab and removes everything it created".to_string(),
     });
 
@@ -360,7 +369,11 @@ fn accuracy(samples: u32) -> anyhow::Result<ExitCode> {
     for (i, d_ms) in [0.0f64, 0.5, 5.0, 25.0, 100.0].into_iter().enumerate() {
         let d = Duration::from_secs_f64(d_ms / 1000.0);
         lab.net().set_link(a, b, Impairment::delay(d));
-        let n = if d_ms >= 100.0 { samples.min(20) } else { samples };
+        let n = if d_ms >= 100.0 {
+            samples.min(20)
+        } else {
+            samples
+        };
         let udp = measure::udp_echo(a, b, 7200 + i as u16, n, gap)?;
         let tcp = measure::tcp_connect(a, sink.addr, n, gap)?;
         let (bu, bt) = *base.get_or_insert((udp.median_ms, tcp.median_ms));
