@@ -16,6 +16,7 @@
 //!   lies wholly on one side of it: z = 1.3 around the warning limit (advisory), z = 3 around the
 //!   error limit (blocking, and looked at after every sample, so it must be strict). Otherwise
 //!   sample on, up to `loss_cap` attempts.
+//!   A stream whose median is beyond the error limit stops after `latency_min_failing` samples.
 //! - **Unreachable.** After `give_up_after` attempts without a single success, stop: more
 //!   timeouts only delay the verdict (a dark member must fail within `--timeout`).
 
@@ -94,6 +95,10 @@ pub struct SamplingPolicy {
     /// needs every sample to be fast: a path slow 20% of the time shows in 20 samples with
     /// probability 1 - 0.8^20 = 0.99.
     pub latency_min: usize,
+    /// Successful samples after which a stream whose *median* is beyond the error limit stops:
+    /// at least half the samples are beyond it, which no outlier explains, and on a slow path
+    /// every further sample costs a full slow round trip (8 x 133 ms instead of 20 x 133 ms).
+    pub latency_min_failing: usize,
     /// Attempts after which a latency stream is judged as it stands.
     pub latency_cap: usize,
     /// Attempts before any loss decision.
@@ -115,6 +120,7 @@ impl Default for SamplingPolicy {
     fn default() -> Self {
         SamplingPolicy {
             latency_min: 20,
+            latency_min_failing: 8,
             latency_cap: 60,
             loss_min: 30,
             loss_cap: 400,
@@ -161,9 +167,10 @@ impl SamplingPolicy {
             } => {
                 attempts >= self.latency_cap
                     || latency.as_ref().is_some_and(|l| {
-                        l.n >= self.latency_min
+                        (l.n >= self.latency_min
                             && self.latency_resolved(l, figure, warn_ms)
-                            && self.latency_resolved(l, figure, error_ms)
+                            && self.latency_resolved(l, figure, error_ms))
+                            || (l.n >= self.latency_min_failing && l.p50_ms > error_ms)
                     })
             }
             Limit::Loss { warn, error } => {
@@ -351,7 +358,7 @@ mod tests {
             let s = run(&p, &[PEER], &mut rng, |r, _| {
                 ok(jittered(r, 2.0 * 200.0 / 3.0))
             });
-            assert_eq!(s.len(), p.latency_min);
+            assert_eq!(s.len(), p.latency_min_failing);
             assert_eq!(peer_band(&s), Band::Error);
         }
     }

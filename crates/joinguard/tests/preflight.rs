@@ -560,3 +560,46 @@ fn preflight_bad_input_gets_exit_2_naming_the_flag() {
         );
     }
 }
+
+#[test]
+fn etcd_preflight_write_probe_killed_mid_run_leaves_nothing_after_the_ttl() {
+    let _s = serial();
+    let fx = Fixture::new(1, 0);
+    // The write probe runs after the measurements (about 0.3 to 1 s in); kill -9 at staggered
+    // points across that window so some kills land between the put and the revoke.
+    for delay_ms in [300u64, 500, 700, 900] {
+        let mut cmd = fx.joiner().command(JOINGUARD);
+        cmd.arg("preflight")
+            .args(fx.tls_args())
+            .args(["--write-probe", "--node-name", "killed"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let count = || -> u64 {
+        let out = fx
+            .etcd
+            .etcdctl(fx.joiner())
+            .args([
+                "get",
+                "--prefix",
+                "/joinguard/",
+                "--keys-only",
+                "-w",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["count"].as_u64().unwrap_or(0)
+    };
+    // The lease TTL is 10 s; etcd may add an election timeout (1 s) after a leader change.
+    let deadline = Instant::now() + Duration::from_secs(14);
+    while count() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(count(), 0, "write-probe keys outlived their lease");
+}

@@ -249,19 +249,26 @@ async fn tls_to_etcd_with_right_ca_succeeds_and_with_other_ca_is_a_trust_failure
     let etcd = Etcd::start().await;
     let t = target(TargetKind::EtcdClient, etcd.client_port);
 
-    // The right CA, no identity: the TLS 1.3 handshake completes; the server asked for a cert.
+    // The right CA, no identity: the TLS 1.3 handshake completes from the client's view and the
+    // server asked for a certificate; or, when the server's rejection alert arrives before the
+    // client has finished (seen with etcd 3.5.1 / Go 1.16), the handshake fails naming the cause.
+    // Both are what an operator may see; neither is a trust failure.
     let tls = TlsClient::new(&etcd.ca(), None, &[ALPN_H2]).unwrap();
-    let hs = tls::probe(&t, &tls, TIMEOUT).await.expect("handshake");
-    assert_eq!(hs.protocol.as_deref(), Some("TLSv1_3"));
-    assert_eq!(hs.alpn.as_deref(), Some("h2"));
-    assert!(hs.client_cert_requested && !hs.client_cert_sent, "{hs:?}");
-    let cert = hs
-        .server_cert
-        .as_ref()
-        .expect("server certificate validity");
-    let now = SystemTime::now();
-    assert!(cert.not_before < now && now < cert.not_after, "{cert:?}");
-    assert!(hs.handshake > Duration::ZERO && hs.handshake < Duration::from_secs(1));
+    match tls::probe(&t, &tls, TIMEOUT).await {
+        Ok(hs) => {
+            assert_eq!(hs.protocol.as_deref(), Some("TLSv1_3"));
+            assert_eq!(hs.alpn.as_deref(), Some("h2"));
+            assert!(hs.client_cert_requested && !hs.client_cert_sent, "{hs:?}");
+            assert!(hs.handshake > Duration::ZERO && hs.handshake < Duration::from_secs(1));
+        }
+        Err(e) => {
+            assert!(e.trust_failure().is_none(), "{e}");
+            assert!(
+                e.to_string().contains("requires a client certificate"),
+                "{e}"
+            );
+        }
+    }
 
     // With the identity, the certificate is sent.
     let tls_id = TlsClient::new(&etcd.ca(), Some(&etcd.identity()), &[ALPN_H2]).unwrap();
@@ -269,6 +276,12 @@ async fn tls_to_etcd_with_right_ca_succeeds_and_with_other_ca_is_a_trust_failure
         .await
         .expect("mTLS handshake");
     assert!(hs.client_cert_sent);
+    let cert = hs
+        .server_cert
+        .as_ref()
+        .expect("server certificate validity");
+    let now = SystemTime::now();
+    assert!(cert.not_before < now && now < cert.not_after, "{cert:?}");
 
     // Another CA: a trust failure, distinguishable from other TLS errors, with the cert captured.
     let other_dir = TempDir::new().unwrap();
@@ -683,13 +696,13 @@ async fn peer_probe_with_identity_measures_rtt_and_without_a_ca_signed_cert_fail
     );
     assert!(err.trust_failure().is_none(), "our side trusted the server");
 
-    // No client certificate at all: also a TLS failure.
-    let err = peer::PeerSession::open(&t.host, t.port, &tls.without_identity(), TIMEOUT)
-        .await
-        .unwrap()
-        .probe(TIMEOUT)
-        .await
-        .unwrap_err();
+    // No client certificate at all: also a TLS failure, at the handshake (when the server's
+    // alert beats the client's Finished, as with etcd 3.5.1) or at the first request.
+    let err = match peer::PeerSession::open(&t.host, t.port, &tls.without_identity(), TIMEOUT).await
+    {
+        Ok(mut s) => s.probe(TIMEOUT).await.unwrap_err(),
+        Err(e) => e,
+    };
     assert!(
         matches!(&err, HttpFailure::Tls(TlsFailure::Handshake(m)) if m.contains("requires a client certificate")),
         "{err:?}"

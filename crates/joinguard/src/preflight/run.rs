@@ -790,6 +790,17 @@ async fn icmp_host(
         if left < batch_time + Duration::from_millis(100) {
             break;
         }
+        // Once RTTs are known, a reply later than 3 x the slowest seen (at least 250 ms) is
+        // lost: waiting the full second for every batch's stray loss would make a lossy path
+        // take 8 s to judge.
+        let slowest = samples
+            .iter()
+            .filter_map(|s: &Sample| s.result.as_ref().ok().copied())
+            .max();
+        let reply_wait = match slowest {
+            Some(rtt) => (rtt * 3).clamp(Duration::from_millis(250), reply_wait),
+            None => reply_wait,
+        };
         let wait = reply_wait.min(left - batch_time);
         samples.extend(pinger.series(ICMP_BATCH, ICMP_INTERVAL, wait).await);
         if policy.decide(&samples, &limits.loss) == Decision::Enough {
