@@ -51,6 +51,31 @@ impl Fixture {
         self.lab.host("joiner")
     }
 
+    /// Keys under joinguard's prefixes, as etcdctl sees them from the joiner. An etcdctl failure
+    /// panics: it must never read as "zero keys".
+    fn joinguard_keys(&self) -> u64 {
+        let out = self
+            .etcd
+            .etcdctl(self.joiner())
+            .args([
+                "get",
+                "--prefix",
+                "/joinguard/",
+                "--keys-only",
+                "-w",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "etcdctl json ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        v["count"].as_u64().unwrap_or(0)
+    }
+
     fn tls_args(&self) -> Vec<String> {
         let id = self.etcd.client_identity();
         vec![
@@ -319,26 +344,8 @@ fn etcd_preflight_write_probe_leaves_no_keys() {
     let run = fx.preflight(&["--write-probe", "--node-name", "cp-new"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(proposals(&fx.etcd) > before, "the write probe did write");
-    let out = fx
-        .etcd
-        .etcdctl(fx.joiner())
-        .args([
-            "get",
-            "--prefix",
-            "/joinguard/",
-            "--keys-only",
-            "-w",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "etcdctl json ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert_eq!(v["count"].as_u64().unwrap_or(0), 0, "keys left: {v}");
+    let left = fx.joinguard_keys();
+    assert_eq!(left, 0, "keys left: {left}");
 }
 
 #[test]
@@ -579,23 +586,7 @@ fn etcd_preflight_write_probe_killed_mid_run_leaves_nothing_after_the_ttl() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let count = || -> u64 {
-        let out = fx
-            .etcd
-            .etcdctl(fx.joiner())
-            .args([
-                "get",
-                "--prefix",
-                "/joinguard/",
-                "--keys-only",
-                "-w",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        v["count"].as_u64().unwrap_or(0)
-    };
+    let count = || fx.joinguard_keys();
     // The lease TTL is 10 s; etcd may add an election timeout (1 s) after a leader change.
     let deadline = Instant::now() + Duration::from_secs(14);
     while count() > 0 && Instant::now() < deadline {
