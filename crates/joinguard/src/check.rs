@@ -463,13 +463,21 @@ impl Checker {
                 _ => {}
             }
         }
-        // Loss per target, judged on the stream with the most attempts: the loss probe, sampled
-        // until its confidence bound settles. Short latency streams would give noisy ratios.
+        // Loss per target, judged on the loss probe (ICMP echo) where there is one, else on the
+        // stream with the most attempts. The echo stream stops as soon as its confidence bound
+        // settles, so a clearly lossy path may have fewer echoes than a latency stream has
+        // samples; the latency streams ride on retransmitting TCP and hide loss.
+        let rank = |s: &Summary| {
+            (
+                s.probe == ProbeKind::IcmpEcho,
+                s.samples,
+                s.probe == ProbeKind::TcpConnect,
+            )
+        };
         let mut loss_stream: BTreeMap<&str, &Summary> = BTreeMap::new();
         for s in summaries {
             let e = loss_stream.entry(s.target.endpoint.as_str()).or_insert(s);
-            let better = s.samples > e.samples
-                || (s.samples == e.samples && s.probe == ProbeKind::TcpConnect);
+            let better = rank(s) > rank(e);
             if better {
                 *e = s;
             }
@@ -1291,6 +1299,38 @@ mod tests {
         let r = c.packet_loss(&summary(k, ep, p, &[2.0; 18], 2));
         assert_eq!(r.status, Status::Warning);
         assert!(r.message.contains("too few probes"), "{}", r.message);
+    }
+
+    #[test]
+    fn loss_is_judged_on_the_echo_stream_even_when_a_latency_stream_is_longer() {
+        // Measured in the lab at 10% one-way loss: the echoes settle on an error after one batch
+        // of 50, while the status stream (TCP retransmits hide loss) took 60 samples.
+        let c = Checker::default();
+        let ep = "198.18.0.2:2379";
+        let sums = vec![
+            summary(
+                TargetKind::EtcdClient,
+                ep,
+                ProbeKind::EtcdStatus,
+                &[4.0; 60],
+                0,
+            ),
+            summary(
+                TargetKind::EtcdClient,
+                ep,
+                ProbeKind::IcmpEcho,
+                &[2.0; 39],
+                11,
+            ),
+        ];
+        let loss: Vec<CheckResult> = c
+            .evaluate_summaries(&sums)
+            .into_iter()
+            .filter(|r| r.name == CheckName::PacketLoss)
+            .collect();
+        assert_eq!(loss.len(), 1, "{loss:?}");
+        assert_eq!(loss[0].status, Status::Error, "{loss:?}");
+        assert!(loss[0].message.contains("icmp-echo"), "{}", loss[0].message);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::probe::peer::PeerSession;
 use crate::probe::tls::{self, TlsClient};
 use crate::probe::{tcp, ProbeFailure, ProbeKind, Sample};
 use crate::sampling::{Decision, LatencyFigure, Limit, SamplingPolicy};
+use crate::stats::LossEstimate;
 use crate::target::{Target, TargetKind};
 
 use super::input::PreflightInput;
@@ -781,36 +782,82 @@ async fn icmp_host(
             return;
         }
     };
-    let mut samples = Vec::new();
+    // The clock's deadline already leaves the report its margin.
+    let end = clock.deadline;
     loop {
-        let left = clock.left();
+        let left = end.saturating_duration_since(Instant::now());
         let batch_time = ICMP_INTERVAL * u32::from(ICMP_BATCH);
-        // The last echo of a batch must have time for its reply.
-        let reply_wait = SAMPLE_TIMEOUT.min(Duration::from_millis(1000));
         if left < batch_time + Duration::from_millis(100) {
             break;
         }
-        // Once RTTs are known, a reply later than 3 x the slowest seen (at least 250 ms) is
-        // lost: waiting the full second for every batch's stray loss would make a lossy path
-        // take 8 s to judge.
-        let slowest = samples
+        // Before a sampling decision, wait 3 x the p90 RTT seen (at least 50 ms), or the late
+        // limit while no RTT is known. A reply that comes later still counts (the pinger keeps
+        // listening in the next batch), so a slow straggler costs no time here.
+        let answered: Vec<Duration> = pinger
+            .samples()
             .iter()
-            .filter_map(|s: &Sample| s.result.as_ref().ok().copied())
-            .max();
-        let reply_wait = match slowest {
-            Some(rtt) => (rtt * 3).clamp(Duration::from_millis(250), reply_wait),
-            None => reply_wait,
+            .filter_map(|s| s.result.as_ref().ok().copied())
+            .collect();
+        let wait = match p90(answered) {
+            Some(rtt) => (rtt * 3).clamp(Duration::from_millis(50), pinger.late_limit()),
+            None => pinger.late_limit(),
         };
-        let wait = reply_wait.min(left - batch_time);
-        samples.extend(pinger.series(ICMP_BATCH, ICMP_INTERVAL, wait).await);
-        if policy.decide(&samples, &limits.loss) == Decision::Enough {
-            break;
+        pinger
+            .series(ICMP_BATCH, ICMP_INTERVAL, wait.min(left - batch_time))
+            .await;
+        if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
+            if !stragglers_matter(policy, limits, &pinger) {
+                break;
+            }
+            // Echoes of a queue stall come back late, all at once: wait for them (or for their
+            // late limit) before judging loss on them.
+            pinger.drain(end).await;
+            if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
+                break;
+            }
         }
     }
+    if stragglers_matter(policy, limits, &pinger) {
+        pinger.drain(end).await;
+    }
+    let samples = pinger.samples();
     shared.with(|o| {
         o.icmp_endpoints.insert(target.endpoint.clone());
     });
     shared.push(&target, ProbeKind::IcmpEcho, samples);
+}
+
+/// Whether the echoes still outstanding could change a loss verdict if they were answered.
+fn stragglers_matter(policy: &SamplingPolicy, limits: &Limits, pinger: &Pinger) -> bool {
+    let outstanding = pinger.outstanding();
+    if outstanding == 0 {
+        return false;
+    }
+    let samples = pinger.samples();
+    let attempts = u32::try_from(samples.len()).unwrap_or(u32::MAX);
+    let lost =
+        u32::try_from(samples.iter().filter(|s| s.result.is_err()).count()).unwrap_or(u32::MAX);
+    let as_lost = LossEstimate { lost, attempts };
+    let as_answered = LossEstimate {
+        lost: lost.saturating_sub(u32::try_from(outstanding).unwrap_or(u32::MAX)),
+        attempts,
+    };
+    limits.loss.iter().any(|l| match *l {
+        Limit::Loss { warn, error } => {
+            policy.loss_band(&as_lost, warn, error) != policy.loss_band(&as_answered, warn, error)
+        }
+        Limit::Latency { .. } => false,
+    })
+}
+
+/// Nearest-rank p90.
+fn p90(mut xs: Vec<Duration>) -> Option<Duration> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_unstable();
+    let rank = (xs.len() * 9).div_ceil(10).max(1);
+    xs.get(rank - 1).copied()
 }
 
 async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, shared: &Shared) {

@@ -7,6 +7,7 @@
 
 #![allow(unsafe_code)] // Registering the raw socket with tokio, and reading into MaybeUninit bytes.
 
+use std::collections::HashMap;
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -29,13 +30,32 @@ pub enum IcmpError {
 }
 
 /// An echo prober bound to one destination.
+///
+/// The echoes of every [`Pinger::series`] are remembered: a reply that comes back after its
+/// batch was handed out (a queue stall, not loss) still counts, until [`Pinger::late_limit`]
+/// after its request. Only then is a missing reply lost, as `ping -W` would count it.
 #[derive(Debug)]
 pub struct Pinger {
     sock: AsyncFd<Socket>,
     dst: Ipv4Addr,
     ident: u16,
     seq: u16,
+    late_limit: Duration,
+    /// Every echo of every series, in the order sent.
+    echoes: Vec<Echo>,
+    /// Sequence number to index in `echoes`.
+    by_seq: HashMap<u16, usize>,
 }
+
+#[derive(Clone, Copy, Debug)]
+struct Echo {
+    sent: Instant,
+    rtt: Option<Duration>,
+}
+
+/// How long a reply may take before its echo is lost, unless [`Pinger::set_late_limit`] says
+/// otherwise. One second: ICMP replies later than that are rarer than loss on any real path.
+pub const DEFAULT_LATE_LIMIT: Duration = Duration::from_secs(1);
 
 impl Pinger {
     /// Opens a raw ICMP socket for echoes to `dst`.
@@ -59,10 +79,24 @@ impl Pinger {
             dst,
             ident: rand::random(),
             seq: 0,
+            late_limit: DEFAULT_LATE_LIMIT,
+            echoes: Vec::new(),
+            by_seq: HashMap::new(),
         })
     }
 
-    /// Sends one echo request and waits up to `timeout` for its reply.
+    /// How long after its request a reply still counts.
+    pub fn late_limit(&self) -> Duration {
+        self.late_limit
+    }
+
+    /// Changes [`Pinger::late_limit`] for replies still to come.
+    pub fn set_late_limit(&mut self, limit: Duration) {
+        self.late_limit = limit;
+    }
+
+    /// Sends one echo request and waits up to `timeout` for its reply. Not part of the series
+    /// history.
     pub async fn ping(&mut self, timeout: Duration) -> Sample {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
@@ -103,55 +137,89 @@ impl Pinger {
             },
         }
     }
-}
 
-impl Pinger {
     /// Sends `count` echoes `interval` apart without waiting for replies (so a long RTT does not
-    /// slow the series down), and collects each reply until `timeout` after its request. Returns
-    /// one sample per echo, in order; a missing reply is a timeout (loss).
-    pub async fn series(
-        &mut self,
-        count: u16,
-        interval: Duration,
-        timeout: Duration,
-    ) -> Vec<Sample> {
+    /// slow the series down), then listens until every echo sent so far is answered or lost, or
+    /// `wait` after the last request, whichever is first. Replies to earlier series count too.
+    pub async fn series(&mut self, count: u16, interval: Duration, wait: Duration) {
         let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
-        let first = self.seq.wrapping_add(1);
-        let mut sent: Vec<Option<Instant>> = vec![None; usize::from(count)];
-        let mut got: Vec<Option<Duration>> = vec![None; usize::from(count)];
         let start = Instant::now();
-        let mut next_send = 0usize;
+        let mut last_sent = start;
+        for i in 0..count {
+            let send_at = start + interval * u32::from(i);
+            self.listen_until(send_at, false).await;
+            self.seq = self.seq.wrapping_add(1);
+            let packet = echo_request(self.ident, self.seq);
+            // Stamp before sending: a preemption after the send would otherwise shorten the
+            // measured RTT, below what the wire allows.
+            let stamp = Instant::now();
+            // A failed send is an echo lost on the way out.
+            let _ = self.sock.get_ref().send_to(&packet, &to);
+            self.by_seq.insert(self.seq, self.echoes.len());
+            self.echoes.push(Echo {
+                sent: stamp,
+                rtt: None,
+            });
+            last_sent = stamp;
+        }
+        self.listen_until(last_sent + wait, true).await;
+    }
+
+    /// Listens for stragglers until none is outstanding or `until`, whichever is first.
+    pub async fn drain(&mut self, until: Instant) {
+        self.listen_until(until, true).await;
+    }
+
+    /// Echoes sent but neither answered nor past the late limit yet.
+    pub fn outstanding(&self) -> usize {
+        let now = Instant::now();
+        self.echoes
+            .iter()
+            .filter(|e| e.rtt.is_none() && now.duration_since(e.sent) <= self.late_limit)
+            .count()
+    }
+
+    /// When the youngest outstanding echo becomes lost, if any is outstanding.
+    pub fn settles_at(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.echoes
+            .iter()
+            .filter(|e| e.rtt.is_none() && now.duration_since(e.sent) <= self.late_limit)
+            .map(|e| e.sent + self.late_limit)
+            .max()
+    }
+
+    /// One sample per echo of every series, in order. An echo without a reply is a timeout,
+    /// whether it is lost or still outstanding ([`Pinger::outstanding`] tells them apart).
+    pub fn samples(&self) -> Vec<Sample> {
+        let lost = ProbeFailure::Timeout(self.late_limit.as_millis() as u64);
+        self.echoes
+            .iter()
+            .map(|e| Sample {
+                result: e.rtt.ok_or_else(|| lost.clone()),
+            })
+            .collect()
+    }
+
+    /// Records replies until `until`. With `settle`, returns as soon as no echo is outstanding.
+    async fn listen_until(&mut self, until: Instant, settle: bool) {
         let mut buf = [MaybeUninit::<u8>::uninit(); 1500];
         loop {
-            let now = Instant::now();
-            let last_deadline = sent.iter().flatten().last().map(|t| *t + timeout);
-            let all_sent = next_send >= usize::from(count);
-            let all_answered = got.iter().all(Option::is_some);
-            if all_sent && (all_answered || last_deadline.is_some_and(|d| now >= d)) {
-                break;
-            }
-            let send_at = start + interval * next_send as u32;
-            let wake = if all_sent {
-                last_deadline.unwrap_or(now)
-            } else {
-                send_at
-            };
-            tokio::select! {
-                _ = tokio::time::sleep_until(wake.into()), if !all_sent || last_deadline.is_some() => {
-                    if !all_sent && Instant::now() >= send_at {
-                        let seq = first.wrapping_add(next_send as u16);
-                        let packet = echo_request(self.ident, seq);
-                        // Stamp before sending: a preemption after the send would otherwise
-                        // shorten the measured RTT, below what the wire allows.
-                        let stamp = Instant::now();
-                        if self.sock.get_ref().send_to(&packet, &to).is_ok() {
-                            sent[next_send] = Some(stamp);
-                        }
-                        next_send += 1;
-                    }
+            let deadline = if settle {
+                match self.settles_at() {
+                    Some(at) => until.min(at),
+                    None => return,
                 }
+            } else {
+                until
+            };
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline.into()) => {}
                 r = self.sock.readable() => {
-                    let Ok(mut g) = r else { break };
+                    let Ok(mut g) = r else { return };
                     while let Ok(r) = g.try_io(|s| s.get_ref().recv_from(&mut buf)) {
                         let Ok((n, from)) = r else { break };
                         // SAFETY: recv_from initialised the first `n` bytes.
@@ -160,22 +228,16 @@ impl Pinger {
                             continue;
                         }
                         let Some(seq) = reply_seq(bytes, self.ident) else { continue };
-                        let i = usize::from(seq.wrapping_sub(first));
-                        if let (Some(Some(t)), Some(slot)) = (sent.get(i), got.get_mut(i)) {
-                            if slot.is_none() && t.elapsed() <= timeout {
-                                *slot = Some(t.elapsed());
-                            }
+                        let Some(&i) = self.by_seq.get(&seq) else { continue };
+                        let e = &mut self.echoes[i];
+                        let rtt = e.sent.elapsed();
+                        if e.rtt.is_none() && rtt <= self.late_limit {
+                            e.rtt = Some(rtt);
                         }
                     }
                 }
             }
         }
-        self.seq = first.wrapping_add(count).wrapping_sub(1);
-        got.into_iter()
-            .map(|g| Sample {
-                result: g.ok_or(ProbeFailure::Timeout(timeout.as_millis() as u64)),
-            })
-            .collect()
     }
 }
 
@@ -237,11 +299,14 @@ mod tests {
     #[tokio::test]
     async fn a_series_pipelines_echoes_and_counts_every_reply() {
         let mut p = Pinger::open(IpAddr::V4(Ipv4Addr::LOCALHOST)).expect("tests run as root");
-        let xs = p
-            .series(50, Duration::from_millis(1), Duration::from_millis(500))
+        p.series(50, Duration::from_millis(1), Duration::from_millis(500))
             .await;
-        assert_eq!(xs.len(), 50);
+        p.series(10, Duration::from_millis(1), Duration::from_millis(500))
+            .await;
+        let xs = p.samples();
+        assert_eq!(xs.len(), 60, "one sample per echo of both series");
         assert!(xs.iter().all(|s| s.result.is_ok()), "{xs:?}");
+        assert_eq!(p.outstanding(), 0);
         let again = p.ping(Duration::from_secs(1)).await;
         assert!(
             again.result.is_ok(),
