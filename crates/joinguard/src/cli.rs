@@ -37,8 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Check that this node's network can carry a control-plane join.
     Preflight(Box<PreflightArgs>),
-    /// Perform the join's status writes with per-call retries (not built yet).
-    UpdateStatus(Unbuilt),
+    /// Write the control-plane join's status (idempotent, each call retried on its own policy).
+    UpdateStatus(Box<UpdateStatusArgs>),
     /// Per-hop latency and loss to a target, like mtr (not built yet).
     Trace(Unbuilt),
     /// Run the preflight probes continuously and serve Prometheus metrics (not built yet).
@@ -137,6 +137,67 @@ pub struct PreflightArgs {
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
 }
+
+/// `joinguard update-status`.
+///
+/// Performs the status writes of a control-plane join, the step where joins die on one transient
+/// API error. Clusters whose kubeadm-config has a ClusterStatus (kubeadm < 1.22): set this node's
+/// apiEndpoints entry and ensure the Role and RoleBinding kubeadm:nodes-kubeadm-config. Newer
+/// clusters: mark the Node as control plane (label and NoSchedule taint). Every call is retried on
+/// the write or read policy (40 s / 15 s budgets, docs/retries.md); a 409 re-reads and re-applies;
+/// a second run changes nothing and says so.
+#[derive(Args, Debug)]
+#[command(after_long_help = UPDATE_STATUS_EXAMPLES)]
+pub struct UpdateStatusArgs {
+    /// kubeconfig with the credentials to write with (kubeadm: /etc/kubernetes/admin.conf).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/etc/kubernetes/admin.conf"
+    )]
+    pub kubeconfig: PathBuf,
+
+    /// kubeconfig context to use (default: its current-context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and
+    /// timeouts.kubernetesAPICall are read from it.
+    #[arg(long, value_name = "JOIN.yaml", conflicts_with_all = ["node_name", "apiserver_advertise_address", "apiserver_bind_port"])]
+    pub config: Option<PathBuf>,
+
+    /// This node's name (default: the hostname, as kubeadm).
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+
+    /// The address this node's API server advertises (needed for ClusterStatus clusters).
+    #[arg(long, value_name = "IP")]
+    pub apiserver_advertise_address: Option<std::net::IpAddr>,
+
+    /// The port this node's API server binds (default 6443).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub apiserver_bind_port: Option<u16>,
+
+    /// Deadline for the whole command; each call's own budget also applies.
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Report format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+const UPDATE_STATUS_EXAMPLES: &str = "\
+Examples:
+  # After `kubeadm join --control-plane ... --skip-phases control-plane-join/update-status`:
+  joinguard update-status --kubeconfig /etc/kubernetes/admin.conf --node-name cp-2 \\
+    --apiserver-advertise-address 10.0.0.12 --apiserver-bind-port 6443
+
+  # The same from the join's config file, as JSON for Cluster API:
+  joinguard update-status --config /run/kubeadm/kubeadm-join-config.yaml -o json
+
+Exit codes: 0 done (or nothing to do), 1 failed (budget exhausted or a permanent error),
+2 invalid input, 3 trust failure. See docs/retries.md for the policies and the error table.";
 
 const PREFLIGHT_EXAMPLES: &str = "\
 Examples:

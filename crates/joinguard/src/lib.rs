@@ -6,6 +6,8 @@
 
 pub mod check;
 pub mod cli;
+pub mod joinconfig;
+pub mod kube;
 pub mod logging;
 pub mod output;
 pub mod preflight;
@@ -14,4 +16,5 @@ pub mod report;
 pub mod retry;
 pub mod sampling;
 pub mod stats;
+pub mod status;
 pub mod target;

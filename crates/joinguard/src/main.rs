@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Preflight(args) => joinguard::preflight::run_cli(*args),
         Command::Version => joinguard::output::print_version(),
-        Command::UpdateStatus(_) => joinguard::output::unbuilt("update-status"),
+        Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
         Command::Trace(_) => joinguard::output::unbuilt("trace"),
         Command::Monitor(_) => joinguard::output::unbuilt("monitor"),
     };

@@ -35,6 +35,8 @@ pub enum TlsFlag {
     EtcdKey,
     /// `--apiserver-cacert`: the cluster CA that signs the API server certificate.
     ApiserverCacert,
+    /// `--kubeconfig`: the CA, client certificate or key embedded in (or named by) a kubeconfig.
+    Kubeconfig,
 }
 
 impl TlsFlag {
@@ -45,6 +47,7 @@ impl TlsFlag {
             TlsFlag::EtcdCert => "--etcd-cert",
             TlsFlag::EtcdKey => "--etcd-key",
             TlsFlag::ApiserverCacert => "--apiserver-cacert",
+            TlsFlag::Kubeconfig => "--kubeconfig",
         }
     }
 }
@@ -94,10 +97,11 @@ pub enum IdentityError {
         path: PathBuf,
         reason: String,
     },
-    #[error("{flag} {}: the private key does not match the certificate in {} (--etcd-cert); expected the key the certificate was issued for", key_path.display(), cert_path.display())]
+    #[error("{flag} {}: the private key does not match the certificate in {} ({cert_flag}); expected the key the certificate was issued for", key_path.display(), cert_path.display())]
     KeyMismatch {
-        /// Always [`TlsFlag::EtcdKey`]: the key is what the operator should check first.
+        /// The key's flag: the key is what the operator should check first.
         flag: TlsFlag,
+        cert_flag: TlsFlag,
         key_path: PathBuf,
         cert_path: PathBuf,
     },
@@ -241,16 +245,27 @@ impl ClientIdentity {
         key_path: &Path,
         key_pem: Zeroizing<Vec<u8>>,
     ) -> Result<Self, IdentityError> {
+        Self::from_pem_for(
+            (TlsFlag::EtcdCert, cert_path, cert_pem),
+            (TlsFlag::EtcdKey, key_path, key_pem),
+        )
+    }
+
+    /// [`ClientIdentity::from_pem`] for material that came from other flags (a kubeconfig).
+    pub fn from_pem_for(
+        (cert_flag, cert_path, cert_pem): (TlsFlag, &Path, Vec<u8>),
+        (key_flag, key_path, key_pem): (TlsFlag, &Path, Zeroizing<Vec<u8>>),
+    ) -> Result<Self, IdentityError> {
         let chain = parse_certs(
-            TlsFlag::EtcdCert,
+            cert_flag,
             cert_path,
             &cert_pem,
             "a PEM file with the client certificate",
         )?;
-        let key = parse_key(key_path, &key_pem)?;
+        let key = parse_key(key_flag, key_path, &key_pem)?;
         let signing_key = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| {
             IdentityError::BadKey {
-                flag: TlsFlag::EtcdKey,
+                flag: key_flag,
                 path: key_path.to_owned(),
                 reason: e.to_string(),
             }
@@ -264,14 +279,15 @@ impl ClientIdentity {
             Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
             Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
                 return Err(IdentityError::KeyMismatch {
-                    flag: TlsFlag::EtcdKey,
+                    flag: key_flag,
+                    cert_flag,
                     key_path: key_path.to_owned(),
                     cert_path: cert_path.to_owned(),
                 });
             }
             Err(e) => {
                 return Err(IdentityError::BadCertificate {
-                    flag: TlsFlag::EtcdCert,
+                    flag: cert_flag,
                     path: cert_path.to_owned(),
                     reason: e.to_string(),
                 })
@@ -403,8 +419,11 @@ fn parse_certs(
     Ok(certs)
 }
 
-fn parse_key(path: &Path, pem: &[u8]) -> Result<PrivateKeyDer<'static>, IdentityError> {
-    let flag = TlsFlag::EtcdKey;
+fn parse_key(
+    flag: TlsFlag,
+    path: &Path,
+    pem: &[u8],
+) -> Result<PrivateKeyDer<'static>, IdentityError> {
     let mut items = 0usize;
     let mut key = None;
     for item in rustls_pemfile::read_all(&mut BufReader::new(pem)) {
@@ -485,7 +504,7 @@ mod tests {
     fn key_file_without_key_is_reported() {
         let pem =
             b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
-        let err = parse_key(Path::new("k.pem"), pem).unwrap_err();
+        let err = parse_key(TlsFlag::EtcdKey, Path::new("k.pem"), pem).unwrap_err();
         assert!(matches!(err, IdentityError::NoKey { .. }), "{err:?}");
         assert!(err.to_string().contains("encrypted keys are not supported"));
     }

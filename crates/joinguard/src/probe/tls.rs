@@ -419,6 +419,19 @@ pub async fn handshake(
     Ok((stream, result))
 }
 
+/// [`handshake`] to `host`, verifying the certificate for `name` (a kubeconfig's
+/// `tls-server-name`, or `host` itself).
+pub async fn handshake_named(
+    host: &str,
+    name: &str,
+    port: u16,
+    tls: &TlsClient,
+    timeout: Duration,
+) -> Result<(TlsStream<TcpStream>, TlsHandshake), TlsFailure> {
+    let (stream, result, _) = handshake_inner(host, name, port, tls, timeout).await?;
+    Ok((stream, result))
+}
+
 /// [`handshake`], also returning the session's observation slot (for classifying a later alert).
 pub(crate) async fn handshake_observed(
     host: &str,
@@ -426,8 +439,18 @@ pub(crate) async fn handshake_observed(
     tls: &TlsClient,
     timeout: Duration,
 ) -> Result<(TlsStream<TcpStream>, TlsHandshake, Arc<Observed>), TlsFailure> {
+    handshake_inner(host, host, port, tls, timeout).await
+}
+
+async fn handshake_inner(
+    host: &str,
+    name: &str,
+    port: u16,
+    tls: &TlsClient,
+    timeout: Duration,
+) -> Result<(TlsStream<TcpStream>, TlsHandshake, Arc<Observed>), TlsFailure> {
     let deadline = Instant::now() + timeout;
-    let name = server_name(host)?;
+    let name = server_name(name)?;
     let (config, observed) = tls.session()?;
     let tcp = tcp::connect(host, port, timeout)
         .await

@@ -115,6 +115,9 @@ pub enum Reason {
     Timeout,
     /// The runner cut the attempt off at its per-attempt timeout.
     AttemptTimeout,
+    /// The attempt was abandoned: its endpoint stopped answering connects during it and answered
+    /// again, so the attempt's connection is stuck in retransmission while a fresh one works.
+    PathRecovered,
     Unreachable,
     // Transport, but the server is up.
     GoAway,
@@ -161,6 +164,7 @@ impl Reason {
                 | Reason::UnexpectedEof
                 | Reason::Timeout
                 | Reason::AttemptTimeout
+                | Reason::PathRecovered
                 | Reason::Unreachable
         )
     }
@@ -174,6 +178,7 @@ impl fmt::Display for Reason {
             Reason::UnexpectedEof => "unexpected EOF",
             Reason::Timeout => "timeout",
             Reason::AttemptTimeout => "attempt timed out",
+            Reason::PathRecovered => "abandoned: the endpoint went dark and came back",
             Reason::Unreachable => "unreachable",
             Reason::GoAway => "HTTP/2 GOAWAY",
             Reason::Dns => "name resolution failed",
@@ -360,6 +365,12 @@ impl Classify for ApiError {
             504 => Transient(Reason::GatewayTimeout),
             500 => match etcd_transient(&self.message) {
                 Some(r) => Transient(r),
+                // kube-apiserver passes a gRPC error from its etcd client on as a 500 with Go's
+                // text, `rpc error: code = Unavailable desc = ...`: the member it used went away
+                // and the write may not have been sent. Unavailable is transient (DESIGN 6).
+                None if self.message.contains("code = Unavailable") => {
+                    Transient(Reason::GrpcUnavailable)
+                }
                 // apiserver's StatusReasonServerTimeout means "retry"; kubeadm's PatchNode
                 // retries it too (apierrors.IsServerTimeout).
                 None if self.reason.as_deref() == Some("ServerTimeout") => {

@@ -324,6 +324,9 @@ pub enum Failure<E> {
     Op(E),
     /// The runner cut the attempt off after this long.
     AttemptTimeout(Duration),
+    /// The runner abandoned the attempt after this long: the endpoint went dark during it and
+    /// came back ([`WakeOnConnect::outage_over`]).
+    Abandoned(Duration),
 }
 
 impl<E: Classify> Failure<E> {
@@ -335,13 +338,14 @@ impl<E: Classify> Failure<E> {
             },
             Failure::Op(e) => e.classify(),
             Failure::AttemptTimeout(_) => ErrorClass::Transient(Reason::AttemptTimeout),
+            Failure::Abandoned(_) => ErrorClass::Transient(Reason::PathRecovered),
         }
     }
 
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Failure::Op(e) => e.retry_after(),
-            Failure::AttemptTimeout(_) => None,
+            Failure::AttemptTimeout(_) | Failure::Abandoned(_) => None,
         }
     }
 
@@ -349,7 +353,7 @@ impl<E: Classify> Failure<E> {
     pub fn error(&self) -> Option<&E> {
         match self {
             Failure::Op(e) => Some(e),
-            Failure::AttemptTimeout(_) => None,
+            Failure::AttemptTimeout(_) | Failure::Abandoned(_) => None,
         }
     }
 }
@@ -361,6 +365,12 @@ impl<E: fmt::Display> fmt::Display for Failure<E> {
             Failure::AttemptTimeout(d) => {
                 write!(f, "no answer within the {} attempt timeout", secs(*d))
             }
+            Failure::Abandoned(d) => write!(
+                f,
+                "abandoned after {}: the endpoint stopped answering and came back; retrying on \
+                 a fresh connection",
+                secs(*d)
+            ),
         }
     }
 }
@@ -498,6 +508,11 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
 
 impl<E: fmt::Display + fmt::Debug> std::error::Error for RetryError<E> {}
 
+/// How long an attempt runs before the wake-on-connect watcher starts looking at its endpoint. API
+/// and etcd calls answer in milliseconds; an attempt still open after a second may be stuck on a
+/// dead path.
+pub const IN_FLIGHT_GRACE: Duration = Duration::from_secs(1);
+
 /// One operation's state: the schedule, the deadline and the attempt count.
 struct Driver<'a> {
     policy: &'a RetryPolicy,
@@ -550,7 +565,22 @@ impl<'a> Driver<'a> {
     where
         Fut: Future<Output = Result<T, E>>,
     {
-        match tokio::time::timeout(ctx.timeout, fut).await {
+        let t0 = Instant::now();
+        let outcome = match self.wake {
+            // An attempt in flight when its endpoint blacks out rides on a connection the kernel
+            // retransmits on with a doubling timeout: after a 5 s outage the next retransmit can
+            // be 3 s away. When the watcher sees the endpoint go dark and come back during the
+            // attempt, a fresh connection is quicker: abandon this one. (Safe for writes too:
+            // a mutation re-reads before it writes again.)
+            Some(w) => tokio::select! {
+                r = tokio::time::timeout(ctx.timeout, fut) => r,
+                () = w.outage_over(IN_FLIGHT_GRACE, t0 + ctx.timeout) => {
+                    return Err(Failure::Abandoned(t0.elapsed()));
+                }
+            },
+            None => tokio::time::timeout(ctx.timeout, fut).await,
+        };
+        match outcome {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(Failure::Op(e)),
             Err(_) => Err(Failure::AttemptTimeout(ctx.timeout)),

@@ -72,6 +72,14 @@ impl WakeOnConnect {
         }
     }
 
+    /// Waits `grace`, then resolves when the endpoint is seen to go from not answering to
+    /// accepting before `until`. Pends forever when the endpoint answers the first probe (the
+    /// attempt is slow for another reason, e.g. a stalled server) or never comes back.
+    pub async fn outage_over(&self, grace: Duration, until: Instant) {
+        tokio::time::sleep(grace).await;
+        self.watch(until).await
+    }
+
     /// Resolves when a connect succeeds after at least one failed; pends forever otherwise (the
     /// sleep arm of the select ends it).
     async fn watch(&self, until: Instant) {
@@ -125,6 +133,37 @@ mod tests {
             t.elapsed()
         );
         drop(opener.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_outage_during_an_attempt_ends_when_the_endpoint_is_back() {
+        let addr = free_port().await;
+        let w = WakeOnConnect::new(addr);
+        let opener = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            TcpListener::bind(addr).await.unwrap()
+        });
+        let t = std::time::Instant::now();
+        let until = Instant::now() + Duration::from_secs(5);
+        tokio::time::timeout(
+            Duration::from_secs(3),
+            w.outage_over(Duration::from_millis(100), until),
+        )
+        .await
+        .expect("resolves once the listener is back");
+        assert!(t.elapsed() >= Duration::from_millis(500));
+        drop(opener.await.unwrap());
+
+        // Up at the first look: a slow attempt for another reason is left alone.
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let w = WakeOnConnect::new(l.local_addr().unwrap());
+        let until = Instant::now() + Duration::from_secs(5);
+        let r = tokio::time::timeout(
+            Duration::from_millis(600),
+            w.outage_over(Duration::from_millis(100), until),
+        )
+        .await;
+        assert!(r.is_err(), "must not resolve while the endpoint stays up");
     }
 
     #[tokio::test]

@@ -201,7 +201,13 @@ fn parse_resource_request(
     path: &str,
     query: &[(String, String)],
 ) -> Option<ResourceRequest> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // Go's net/http hands kube-apiserver the decoded path: `kubeadm%3Anodes` is `kubeadm:nodes`.
+    let decoded: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(|seg| percent_decode(&seg.replace('+', "%2B")))
+        .collect();
+    let segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api", v, rest @ ..] if !rest.is_empty() => ("", *v, rest),
         ["apis", g, v, rest @ ..] if !rest.is_empty() => (*g, *v, rest),

@@ -82,21 +82,42 @@ impl Store {
         Ok(store)
     }
 
-    async fn bounded<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs one etcd call within the call timeout, re-issuing it the way kube-apiserver's etcd
+    /// client (clientv3's retry interceptor) does: a read that meets gRPC Unavailable (a member
+    /// gone, `leader changed`) is retried; a write only when it cannot have been sent (no
+    /// connection to any member). Retries are 25 ms apart, as clientv3's
+    /// `defaultBackoffWaitBetween`.
+    async fn call<T, F, Fut>(&self, repeatable: bool, mut f: F) -> Result<T, StoreError>
     where
-        F: Future<Output = Result<T, etcd_client::Error>>,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        match tokio::time::timeout(self.timeout, f).await {
-            Err(_) => Err(StoreError::Timeout),
-            Ok(Err(e)) => Err(StoreError::Etcd(etcd_message(&e))),
-            Ok(Ok(v)) => Ok(v),
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, f()).await {
+                Err(_) => return Err(StoreError::Timeout),
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => {
+                    let again = tokio::time::Instant::now() + RETRY_WAIT;
+                    if again < deadline && safe_to_retry(&e, repeatable) {
+                        tokio::time::sleep_until(again).await;
+                        continue;
+                    }
+                    return Err(StoreError::Etcd(etcd_message(&e)));
+                }
+            }
         }
     }
 
     /// The object at `key`, if any.
     pub(crate) async fn get(&self, key: &str) -> Result<Option<Stored>, StoreError> {
-        let mut kv = self.client.kv_client();
-        let resp = self.bounded(kv.get(key, None)).await?;
+        let kv = self.client.kv_client();
+        let resp = self
+            .call(true, || {
+                let mut kv = kv.clone();
+                async move { kv.get(key, None).await }
+            })
+            .await?;
         match resp.kvs().first() {
             None => Ok(None),
             Some(kv) => Ok(Some(decode(key, kv.value(), kv.mod_revision())?)),
@@ -105,9 +126,12 @@ impl Store {
 
     /// Every object under `prefix`, in key order, and the store revision of the read.
     pub(crate) async fn list(&self, prefix: &str) -> Result<(Vec<Stored>, i64), StoreError> {
-        let mut kv = self.client.kv_client();
+        let kv = self.client.kv_client();
         let resp = self
-            .bounded(kv.get(prefix, Some(GetOptions::new().with_prefix())))
+            .call(true, || {
+                let mut kv = kv.clone();
+                async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await }
+            })
             .await?;
         let rev = resp.header().map_or(0, |h| h.revision());
         let mut out = Vec::with_capacity(resp.kvs().len());
@@ -150,8 +174,13 @@ impl Store {
     }
 
     async fn txn(&self, txn: Txn) -> Result<Option<i64>, StoreError> {
-        let mut kv = self.client.kv_client();
-        let resp = self.bounded(kv.txn(txn)).await?;
+        let kv = self.client.kv_client();
+        let resp = self
+            .call(false, || {
+                let (mut kv, txn) = (kv.clone(), txn.clone());
+                async move { kv.txn(txn).await }
+            })
+            .await?;
         if resp.succeeded() {
             // A put's key gets the revision of the transaction that wrote it.
             Ok(Some(resp.header().map_or(0, |h| h.revision())))
@@ -188,10 +217,43 @@ fn decode(key: &str, value: &[u8], mod_revision: i64) -> Result<Stored, StoreErr
     Ok(Stored { obj, mod_revision })
 }
 
-/// etcd's own error text, as kube-apiserver passes it on (`etcdserver: leader changed`).
+/// Wait between two tries of one etcd call (clientv3 `defaultBackoffWaitBetween`).
+const RETRY_WAIT: Duration = Duration::from_millis(25);
+
+/// clientv3's `isSafeRetryImmutableRPC` / `isSafeRetryMutableRPC`: reads retry on Unavailable;
+/// writes only when no connection carried them.
+fn safe_to_retry(e: &etcd_client::Error, repeatable: bool) -> bool {
+    let not_sent = |m: &str| {
+        let m = m.to_ascii_lowercase();
+        m.contains("tcp connect error")
+            || m.contains("connection refused")
+            || m.contains("error trying to connect")
+            || m.contains("no address available")
+            || m.contains("no connection available")
+    };
+    match e {
+        etcd_client::Error::GRpcStatus(s) if s.code() == tonic::Code::Unavailable => {
+            repeatable || not_sent(s.message())
+        }
+        etcd_client::Error::TransportError(t) => repeatable || not_sent(&t.to_string()),
+        _ => false,
+    }
+}
+
+/// The error text kube-apiserver passes on: etcd's own for its server errors (clientv3 maps
+/// them to `rpctypes` errors: `etcdserver: leader changed`), Go's gRPC text for the rest
+/// (`rpc error: code = Unavailable desc = ...`).
 fn etcd_message(e: &etcd_client::Error) -> String {
     match e {
-        etcd_client::Error::GRpcStatus(s) => s.message().to_string(),
+        etcd_client::Error::GRpcStatus(s) if s.message().starts_with("etcdserver:") => {
+            s.message().to_string()
+        }
+        etcd_client::Error::GRpcStatus(s) => {
+            format!("rpc error: code = {:?} desc = {}", s.code(), s.message())
+        }
+        etcd_client::Error::TransportError(t) => {
+            format!("rpc error: code = Unavailable desc = {t}")
+        }
         other => other.to_string(),
     }
 }
