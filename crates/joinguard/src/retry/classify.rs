@@ -178,7 +178,7 @@ impl fmt::Display for Reason {
             Reason::UnexpectedEof => "unexpected EOF",
             Reason::Timeout => "timeout",
             Reason::AttemptTimeout => "attempt timed out",
-            Reason::PathRecovered => "abandoned: the endpoint went dark and came back",
+            Reason::PathRecovered => "endpoint back after an outage",
             Reason::Unreachable => "unreachable",
             Reason::GoAway => "HTTP/2 GOAWAY",
             Reason::Dns => "name resolution failed",
@@ -716,6 +716,18 @@ mod tests {
                 "",
                 "etcdserver: too many requests",
                 Transient(Reason::EtcdTooManyRequests),
+            ),
+            (
+                500,
+                "",
+                "rpc error: code = Unavailable desc = tcp connect error",
+                Transient(Reason::GrpcUnavailable),
+            ),
+            (
+                500,
+                "",
+                "rpc error: code = InvalidArgument desc = etcdserver: key is not provided",
+                Permanent(Reason::InternalError),
             ),
             (
                 500,

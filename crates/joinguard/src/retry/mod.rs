@@ -367,8 +367,7 @@ impl<E: fmt::Display> fmt::Display for Failure<E> {
             }
             Failure::Abandoned(d) => write!(
                 f,
-                "abandoned after {}: the endpoint stopped answering and came back; retrying on \
-                 a fresh connection",
+                "abandoned after {}: the endpoint stopped answering and came back",
                 secs(*d)
             ),
         }
@@ -693,8 +692,16 @@ impl<'a> Driver<'a> {
                 }
                 // Retry-After is a floor; the last sleep is shortened to leave one attempt's
                 // window before the deadline.
-                step.max(asked.unwrap_or_default())
-                    .min(remaining - MIN_ATTEMPT_WINDOW)
+                let delay = step
+                    .max(asked.unwrap_or_default())
+                    .min(remaining - MIN_ATTEMPT_WINDOW);
+                if matches!(f, Failure::Abandoned(_)) {
+                    // The watcher just saw the endpoint accept a connection: go now, on a
+                    // fresh one, after a few tens of milliseconds of jitter.
+                    delay.min(CONFLICT_JITTER.mul_f64(rand::rng().random::<f64>()))
+                } else {
+                    delay
+                }
             }
             ErrorClass::Conflict if can_reapply => {
                 self.conflicts += 1;
@@ -727,7 +734,9 @@ impl<'a> Driver<'a> {
             Some(delay),
             false,
         );
-        tracing::info!(
+        // A warning, so that an operator sees at the default verbosity why a command is taking
+        // longer than it should.
+        tracing::warn!(
             op = self.op,
             policy = self.policy.kind.as_str(),
             attempt = self.attempts,

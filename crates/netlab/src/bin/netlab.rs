@@ -33,29 +33,7 @@ enum Cmd {
     /// Start a lab with an etcd cluster and keep it running until Ctrl-C.
     ///
     /// Example: netlab up --members 3 --joiner --delay 20ms
-    Up {
-        /// etcd members, each in its own host (m1, m2, ...). 0 starts no etcd.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=5))]
-        members: u8,
-        /// Add a `joiner` host: the node that is about to join.
-        #[arg(long)]
-        joiner: bool,
-        /// One-way delay on every joiner <-> member link (so RTT = 2 x delay).
-        #[arg(long, value_parser = humantime::parse_duration)]
-        delay: Option<Duration>,
-        /// Full impairment on every joiner <-> member link, e.g. `delay=20ms,jitter=2ms,loss=1%`.
-        #[arg(long, conflicts_with = "delay")]
-        impair: Option<Impairment>,
-        /// etcd binary (default: $JOINGUARD_ETCD_BIN, else /usr/bin/etcd).
-        #[arg(long, env = "JOINGUARD_ETCD_BIN")]
-        etcd_bin: Option<PathBuf>,
-        /// Use this prefix instead of a random one (must start with `jg`, at most 6 chars).
-        #[arg(long)]
-        prefix: Option<String>,
-        /// Exit after this long instead of waiting for Ctrl-C.
-        #[arg(long, value_parser = humantime::parse_duration)]
-        duration: Option<Duration>,
-    },
+    Up(UpArgs),
     /// Change an impairment of a running lab: netlab impair jg1a2b joiner m2 delay=40ms
     Impair {
         /// Lab prefix (see `netlab list`).
@@ -126,17 +104,44 @@ fn out(s: impl AsRef<str>) {
     let _ = writeln!(o, "{}", s.as_ref());
 }
 
+/// `netlab up` flags.
+#[derive(clap::Args, Debug)]
+struct UpArgs {
+    /// etcd members, each in its own host (m1, m2, ...). 0 starts no etcd.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=5))]
+    members: u8,
+    /// Add a `joiner` host: the node that is about to join.
+    #[arg(long)]
+    joiner: bool,
+    /// One-way delay on every joiner <-> member link (so RTT = 2 x delay).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    delay: Option<Duration>,
+    /// Full impairment on every joiner <-> member link, e.g. `delay=20ms,jitter=2ms,loss=1%`.
+    #[arg(long, conflicts_with = "delay")]
+    impair: Option<Impairment>,
+    /// etcd binary (default: $JOINGUARD_ETCD_BIN, else /usr/bin/etcd).
+    #[arg(long, env = "JOINGUARD_ETCD_BIN")]
+    etcd_bin: Option<PathBuf>,
+    /// Use this prefix instead of a random one (must start with `jg`, at most 6 chars).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Exit after this long instead of waiting for Ctrl-C.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Add an `api` host running the API server stand-in over the etcd cluster, with what
+    /// `kubeadm init` leaves behind (cluster-info, a bootstrap token, kubeadm-config, RBAC),
+    /// and an admin kubeconfig. Needs --members 1 or more.
+    #[arg(long)]
+    api: bool,
+    /// With --api: write kubeadm-config in the kubeadm < 1.22 layout (a ClusterStatus with
+    /// one endpoint, cp-1) instead of registering a Node named `joiner`.
+    #[arg(long, requires = "api")]
+    cluster_status: bool,
+}
+
 fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        Cmd::Up {
-            members,
-            joiner,
-            delay,
-            impair,
-            etcd_bin,
-            prefix,
-            duration,
-        } => up(members, joiner, delay, impair, etcd_bin, prefix, duration),
+        Cmd::Up(args) => up(args),
         Cmd::Impair {
             prefix,
             from,
@@ -212,21 +217,30 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn up(
-    members: u8,
-    joiner: bool,
-    delay: Option<Duration>,
-    impair: Option<Impairment>,
-    etcd_bin: Option<PathBuf>,
-    prefix: Option<String>,
-    duration: Option<Duration>,
-) -> anyhow::Result<ExitCode> {
+fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
+    let UpArgs {
+        members,
+        joiner,
+        delay,
+        impair,
+        etcd_bin,
+        prefix,
+        duration,
+        api,
+        cluster_status,
+    } = args;
+    if api && members == 0 {
+        anyhow::bail!("--api stores its objects in etcd: give --members 1 or more");
+    }
     let mut names: Vec<String> = Vec::new();
     if joiner {
         names.push("joiner".into());
     }
     names.extend((1..=members).map(|i| format!("m{i}")));
+    // Last, so that the members keep their addresses with or without it.
+    if api {
+        names.push("api".into());
+    }
     if names.is_empty() {
         anyhow::bail!("nothing to start: give --members N and/or --joiner");
     }
@@ -237,7 +251,7 @@ fn up(
     let lab = b.build()?;
     let imp = impair.or(delay.map(Impairment::delay));
     if let (true, Some(imp)) = (joiner, &imp) {
-        for m in lab.hosts().iter().filter(|h| h.name() != "joiner") {
+        for m in lab.hosts().iter().filter(|h| h.name().starts_with('m')) {
             lab.net().set_link(lab.host("joiner"), m, imp.clone());
         }
     }
@@ -249,7 +263,7 @@ fn up(
         let hosts: Vec<_> = lab
             .hosts()
             .iter()
-            .filter(|h| h.name() != "joiner")
+            .filter(|h| h.name().starts_with('m'))
             .collect();
         eprintln!(
             "netlab: starting etcd ({}) on {} members...",
@@ -261,6 +275,11 @@ fn up(
         Some(c)
     } else {
         None
+    };
+
+    let api_server = match (api, &cluster) {
+        (true, Some(c)) => Some(start_api(&lab, c, cluster_status)?),
+        _ => None,
     };
 
     let p = lab.prefix().to_string();
@@ -304,6 +323,20 @@ fn up(
             out(format!("  netlab stats {p}"));
         }
     }
+    if let Some((server, kubeconfig)) = &api_server {
+        out("");
+        out(format!(
+            "API server stand-in: {} ({})",
+            server.url(),
+            if cluster_status {
+                "kubeadm-config with a ClusterStatus, kubeadm < 1.22 layout"
+            } else {
+                "Node `joiner` registered, kubeadm >= 1.22 layout"
+            }
+        ));
+        out(format!("  admin kubeconfig: {}", kubeconfig.display()));
+        out(format!("  bootstrap token: {API_TOKEN}"));
+    }
     out("");
     out(match duration {
         Some(d) => format!(
@@ -334,10 +367,43 @@ fn up(
             std::thread::sleep(Duration::from_millis(100));
         }
     });
+    drop(api_server);
     drop(cluster);
     drop(lab);
     eprintln!("netlab: lab {p} removed");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bootstrap token `netlab up --api` creates.
+const API_TOKEN: &str = "abcdef.0123456789abcdef";
+
+/// Starts the stand-in on host `api`, writes what `kubeadm init` leaves, and an admin kubeconfig
+/// in the lab directory.
+fn start_api(
+    lab: &Lab,
+    etcd: &EtcdCluster,
+    cluster_status: bool,
+) -> anyhow::Result<(netlab::apiserver::ApiServer, PathBuf)> {
+    use netlab::apiserver::{fixture, ApiServer, ApiServerOptions};
+    eprintln!("netlab: starting the API server stand-in on `api`...");
+    let server = ApiServer::start(lab.host("api"), etcd, ApiServerOptions::default())?;
+    let mut opts = fixture::FixtureOptions::new(API_TOKEN, etcd.ca());
+    if cluster_status {
+        opts.cluster_status = vec![fixture::ApiEndpoint {
+            node: "cp-1".into(),
+            address: lab.host("m1").addr(),
+            port: netlab::apiserver::DEFAULT_PORT,
+        }];
+    } else if lab.try_host("joiner").is_some() {
+        server.upsert(serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "joiner", "labels": {"kubernetes.io/hostname": "joiner"}},
+        }))?;
+    }
+    fixture::kubeadm_init(&server, opts)?;
+    let kubeconfig = lab.dir().join("admin.conf");
+    std::fs::write(&kubeconfig, server.kubeconfig(Some(server.admin_token())))?;
+    Ok((server, kubeconfig))
 }
 
 /// Runs `f` on SIGINT or SIGTERM, using tokio's signal handling on a small runtime thread.
