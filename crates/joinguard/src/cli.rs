@@ -76,6 +76,35 @@ pub struct PreflightArgs {
     #[arg(long, value_name = "FILE")]
     pub apiserver_cacert: Option<PathBuf>,
 
+    /// Bootstrap token for discovery, as `kubeadm join --token` (or --discovery-token): the
+    /// cluster CA is then learned from kube-public/cluster-info, verified with the token's JWS
+    /// and the --discovery-token-ca-cert-hash pin, and used to verify the API server.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        visible_alias = "discovery-token",
+        conflicts_with = "apiserver_cacert",
+        requires = "api_server_endpoint"
+    )]
+    pub token: Option<String>,
+
+    /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
+    #[arg(
+        long,
+        value_name = "sha256:HEX",
+        value_delimiter = ',',
+        requires = "token"
+    )]
+    pub discovery_token_ca_cert_hash: Vec<String>,
+
+    /// Trust the discovered CA without a pin (as kubeadm; joinguard warns).
+    #[arg(
+        long,
+        requires = "token",
+        conflicts_with = "discovery_token_ca_cert_hash"
+    )]
+    pub discovery_token_unsafe_skip_ca_verification: bool,
+
     /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub etcd_endpoints: Vec<String>,
@@ -207,6 +236,10 @@ Examples:
     --etcd-cacert /etc/kubernetes/pki/etcd/ca.crt \\
     --etcd-cert /etc/kubernetes/pki/apiserver-etcd-client.crt \\
     --etcd-key /etc/kubernetes/pki/apiserver-etcd-client.key
+
+  # Only the join's own inputs: the CA comes from token discovery, verified by the pin:
+  joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \\
+    --discovery-token-ca-cert-hash sha256:<hex> --etcd-endpoints https://10.0.0.11:2379
 
   # Wait up to 3 minutes for the network to become fit, report as JSON:
   joinguard preflight 10.0.0.10:6443 --etcd-endpoints https://10.0.0.11:2379 --wait 3m -o json

@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod discovery;
 pub mod joinconfig;
 pub mod kube;
 pub mod logging;

@@ -86,18 +86,6 @@ impl ApiClient {
     }
 
     pub fn new(k: &Kubeconfig) -> Result<ApiClient, ClientError> {
-        let bad = |reason: String| ClientError::Server {
-            path: k.path.clone(),
-            server: k.server.clone(),
-            reason,
-        };
-        let url = Url::parse(&k.server).map_err(|e| bad(e.to_string()))?;
-        let host = match url.host() {
-            Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            Some(h) => h.to_string(),
-            None => return Err(bad("no host".into())),
-        };
-        let port = url.port_or_known_default().unwrap_or(443);
         let ca = CaBundle::from_pem(TlsFlag::Kubeconfig, &k.path, k.ca_pem.clone())?;
         let (identity, bearer) = match &k.credentials {
             Credentials::ClientCert {
@@ -111,17 +99,46 @@ impl ApiClient {
                 )?),
                 None,
             ),
-            Credentials::Token(t) => (None, Some(Zeroizing::new(format!("Bearer {}", t.as_str())))),
+            Credentials::Token(t) => (None, Some(t.as_str())),
             Credentials::Anonymous => (None, None),
         };
         let tls = TlsClient::new(&ca, identity.as_ref(), &[ALPN_HTTP1])?;
+        let mut client =
+            ApiClient::with_tls(&k.server, tls, bearer).map_err(|reason| ClientError::Server {
+                path: k.path.clone(),
+                server: k.server.clone(),
+                reason,
+            })?;
+        if let Some(name) = &k.tls_server_name {
+            client.server_name = name.clone();
+        }
+        Ok(client)
+    }
+
+    /// A client for `server` (`https://host:port`) with the given TLS set-up and, optionally, a
+    /// bearer token. Discovery uses it with [`TlsClient::unverified`] for its first fetch.
+    pub fn with_tls(
+        server: &str,
+        tls: TlsClient,
+        token: Option<&str>,
+    ) -> Result<ApiClient, String> {
+        let url = Url::parse(server).map_err(|e| e.to_string())?;
+        if url.scheme() != "https" {
+            return Err("not an https:// URL".into());
+        }
+        let host = match url.host() {
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            Some(h) => h.to_string(),
+            None => return Err("no host".into()),
+        };
+        let port = url.port_or_known_default().unwrap_or(443);
         Ok(ApiClient {
-            server_name: k.tls_server_name.clone().unwrap_or_else(|| host.clone()),
+            server_name: host.clone(),
             host,
             port,
             base_path: url.path().trim_end_matches('/').to_string(),
             tls,
-            bearer,
+            bearer: token.map(|t| Zeroizing::new(format!("Bearer {t}"))),
             user_agent: format!("joinguard/{}", env!("CARGO_PKG_VERSION")),
         })
     }

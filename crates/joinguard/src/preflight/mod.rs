@@ -15,8 +15,11 @@ use std::time::{Duration, Instant};
 
 use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::cli::{Output, PreflightArgs};
+use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
 use crate::output;
+use crate::probe::identity::{CaBundle, TlsFlag};
 use crate::report::{render_json, render_text, Report};
+use crate::retry::Recorder;
 use crate::retry::{wait_until, Backoff};
 use crate::sampling::SamplingPolicy;
 use crate::stats::Summary;
@@ -45,7 +48,14 @@ impl Outcome {
 
 /// Entry point of `joinguard preflight`: returns the process exit code.
 pub fn run_cli(args: PreflightArgs) -> u8 {
-    let input = match PreflightInput::from_args(&args) {
+    let discovery = match DiscoveryInput::from_args(&args) {
+        Ok(d) => d,
+        Err(e) => {
+            output::say(&format!("joinguard preflight: {e}"));
+            return exit::INVALID_INPUT;
+        }
+    };
+    let mut input = match PreflightInput::from_args(&args) {
         Ok(i) => i,
         Err(e) => {
             output::say(&format!("joinguard preflight: {e}"));
@@ -65,9 +75,102 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
             return exit::UNFIT;
         }
     };
+    if let Some(d) = discovery {
+        match rt.block_on(d.run(input.timeout)) {
+            Ok(ca) => input.api_ca = Some(ca),
+            Err(e) => {
+                output::say(&format!("joinguard preflight: {e}"));
+                return if e.is_trust() {
+                    exit::TRUST_FAILURE
+                } else {
+                    exit::UNFIT
+                };
+            }
+        }
+    }
     let outcome = rt.block_on(preflight(&input));
     print_outcome(&input, &outcome);
     outcome.exit_code()
+}
+
+/// Token discovery's inputs, validated (exit 2 before any network call).
+struct DiscoveryInput {
+    endpoint: String,
+    token: BootstrapToken,
+    trust: CaTrust,
+}
+
+impl DiscoveryInput {
+    fn from_args(a: &PreflightArgs) -> Result<Option<DiscoveryInput>, String> {
+        let Some(token) = &a.token else {
+            return Ok(None);
+        };
+        let token = BootstrapToken::parse(token).map_err(|e| format!("--token: {e}"))?;
+        let trust = if a.discovery_token_unsafe_skip_ca_verification {
+            CaTrust::UnsafeSkip
+        } else if a.discovery_token_ca_cert_hash.is_empty() {
+            return Err(
+                "--token needs --discovery-token-ca-cert-hash sha256:<hex> (or, \
+                        knowingly, --discovery-token-unsafe-skip-ca-verification), as kubeadm \
+                        join does"
+                    .into(),
+            );
+        } else {
+            CaTrust::Pins(
+                a.discovery_token_ca_cert_hash
+                    .iter()
+                    .map(|p| discovery::parse_pin(p))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("--discovery-token-ca-cert-hash {e}"))?,
+            )
+        };
+        let endpoint = a
+            .api_server_endpoint
+            .as_deref()
+            .unwrap_or_default()
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_string();
+        Ok(Some(DiscoveryInput {
+            endpoint,
+            token,
+            trust,
+        }))
+    }
+
+    /// Runs discovery on the `connect` policy within `timeout`, and returns the trusted CA.
+    async fn run(&self, timeout: Duration) -> Result<CaBundle, DiscoveryError> {
+        let recorder = Recorder::new();
+        let deadline = tokio::time::Instant::now() + timeout;
+        output::say(&format!(
+            "[preflight] Discovering the cluster CA from {} (token id {})",
+            self.endpoint,
+            self.token.id()
+        ));
+        let d = discovery::discover(
+            &self.endpoint,
+            &self.token,
+            &self.trust,
+            &discovery::policy(Some(deadline)),
+            &recorder,
+        )
+        .await?;
+        if d.ca_unverified {
+            output::say(
+                "[preflight] WARNING: the cluster CA was not verified against a pin \
+                 (--discovery-token-unsafe-skip-ca-verification): an attacker in the path could \
+                 have supplied it",
+            );
+        } else {
+            output::say("[preflight] The cluster CA matches the pin and signed cluster-info");
+        }
+        CaBundle::from_pem(
+            TlsFlag::ApiserverCacert,
+            std::path::Path::new("cluster-info"),
+            d.ca_pem,
+        )
+        .map_err(|e| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}")))
+    }
 }
 
 /// Runs the check once, or with `--wait` until fit or the wait ends.

@@ -231,7 +231,7 @@ impl Observed {
 /// skew check can still read notBefore/notAfter).
 #[derive(Debug)]
 struct ObservingVerifier {
-    inner: Arc<WebPkiServerVerifier>,
+    inner: Arc<dyn ServerCertVerifier>,
     observed: Arc<Observed>,
 }
 
@@ -274,6 +274,58 @@ impl ServerCertVerifier for ObservingVerifier {
     }
 }
 
+/// Accepts any certificate chain, but checks that the server holds the key of the certificate it
+/// presented (the handshake signature), like Go's `InsecureSkipVerify`.
+#[derive(Debug)]
+struct AcceptAnyServerCert;
+
+impl ServerCertVerifier for AcceptAnyServerCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &crypto_provider().signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &crypto_provider().signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        crypto_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
 /// Presents the identity (if any) and remembers that the server asked for one.
 #[derive(Debug)]
 struct ObservingResolver {
@@ -303,7 +355,7 @@ impl ResolvesClientCert for ObservingResolver {
 /// present (if any) and the ALPN protocols to offer.
 #[derive(Clone)]
 pub struct TlsClient {
-    verifier: Arc<WebPkiServerVerifier>,
+    verifier: Arc<dyn ServerCertVerifier>,
     identity: Option<Arc<CertifiedKey>>,
     alpn: Vec<Vec<u8>>,
 }
@@ -335,6 +387,17 @@ impl TlsClient {
             identity: identity.map(ClientIdentity::certified_key),
             alpn: alpn.iter().map(|p| p.to_vec()).collect(),
         })
+    }
+
+    /// A client that accepts any server certificate (the handshake signatures are still
+    /// checked). Only for kubeadm's token discovery, whose first fetch of `cluster-info` is
+    /// deliberately unverified: its content is authenticated by the JWS and the CA pin instead.
+    pub fn unverified(alpn: &[&[u8]]) -> Self {
+        TlsClient {
+            verifier: Arc::new(AcceptAnyServerCert),
+            identity: None,
+            alpn: alpn.iter().map(|p| p.to_vec()).collect(),
+        }
     }
 
     /// Whether a client identity is configured.

@@ -323,7 +323,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             out(format!("  netlab stats {p}"));
         }
     }
-    if let Some((server, kubeconfig)) = &api_server {
+    if let Some((server, kubeconfig, pin)) = &api_server {
         out("");
         out(format!(
             "API server stand-in: {} ({})",
@@ -335,7 +335,10 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             }
         ));
         out(format!("  admin kubeconfig: {}", kubeconfig.display()));
-        out(format!("  bootstrap token: {API_TOKEN}"));
+        out(format!(
+            "  join inputs: {} --token {API_TOKEN} --discovery-token-ca-cert-hash {pin}",
+            server.addr()
+        ));
     }
     out("");
     out(match duration {
@@ -383,7 +386,7 @@ fn start_api(
     lab: &Lab,
     etcd: &EtcdCluster,
     cluster_status: bool,
-) -> anyhow::Result<(netlab::apiserver::ApiServer, PathBuf)> {
+) -> anyhow::Result<(netlab::apiserver::ApiServer, PathBuf, String)> {
     use netlab::apiserver::{fixture, ApiServer, ApiServerOptions};
     eprintln!("netlab: starting the API server stand-in on `api`...");
     let server = ApiServer::start(lab.host("api"), etcd, ApiServerOptions::default())?;
@@ -400,10 +403,10 @@ fn start_api(
             "metadata": {"name": "joiner", "labels": {"kubernetes.io/hostname": "joiner"}},
         }))?;
     }
-    fixture::kubeadm_init(&server, opts)?;
+    let f = fixture::kubeadm_init(&server, opts)?;
     let kubeconfig = lab.dir().join("admin.conf");
     std::fs::write(&kubeconfig, server.kubeconfig(Some(server.admin_token())))?;
-    Ok((server, kubeconfig))
+    Ok((server, kubeconfig, f.ca_pin))
 }
 
 /// Runs `f` on SIGINT or SIGTERM, using tokio's signal handling on a small runtime thread.

@@ -1,0 +1,278 @@
+//! Token discovery against the API server stand-in over real etcd, from a joiner host: the happy
+//! path, every trust failure (and that nothing is requested after it), and retries of transient
+//! faults. Needs root.
+
+use std::sync::{Mutex, MutexGuard};
+
+use joinguard::discovery::{self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError};
+use joinguard::retry::Recorder;
+use netlab::apiserver::fixture::{self, Fixture, FixtureOptions};
+use netlab::apiserver::{ApiServer, ApiServerOptions, FaultKind, FaultRule, Method};
+use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::Lab;
+use serde_json::Value;
+
+const TOKEN: &str = "abcdef.0123456789abcdef";
+const SECRET: &str = "0123456789abcdef";
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Env {
+    api: ApiServer,
+    fixture: Fixture,
+    _etcd: EtcdCluster,
+    lab: Lab,
+}
+
+fn env() -> Env {
+    let lab = Lab::builder()
+        .hosts(["api", "m1", "joiner"])
+        .build()
+        .expect("lab");
+    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
+    etcd.wait_healthy(std::time::Duration::from_secs(30))
+        .expect("etcd");
+    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
+    let fixture =
+        fixture::kubeadm_init(&api, FixtureOptions::new(TOKEN, etcd.ca())).expect("fixture");
+    Env {
+        api,
+        fixture,
+        _etcd: etcd,
+        lab,
+    }
+}
+
+impl Env {
+    fn discover(
+        &self,
+        token: &str,
+        trust: CaTrust,
+    ) -> (Result<Discovered, DiscoveryError>, Recorder) {
+        let endpoint = self.api.addr().to_string();
+        let token = BootstrapToken::parse(token).expect("token format");
+        self.lab
+            .host("joiner")
+            .block_on(|| async move {
+                let rec = Recorder::new();
+                let r =
+                    discovery::discover(&endpoint, &token, &trust, &discovery::policy(None), &rec)
+                        .await;
+                (r, rec)
+            })
+            .expect("run in the joiner")
+    }
+
+    fn pin(&self) -> CaTrust {
+        CaTrust::Pins(vec![parse_pin(&self.fixture.ca_pin).unwrap()])
+    }
+
+    fn cluster_info_gets(&self) -> usize {
+        self.api
+            .requests()
+            .iter()
+            .filter(|r| r.path == discovery::CLUSTER_INFO)
+            .count()
+    }
+}
+
+#[test]
+fn token_discovery_finds_the_server_and_its_pinned_ca() {
+    let _s = serial();
+    let env = env();
+    let (r, _) = env.discover(TOKEN, env.pin());
+    let d = r.expect("discovery");
+    assert_eq!(d.server, format!("https://{}", env.api.addr()));
+    assert_eq!(d.ca_pem, env.api.ca_pem().as_bytes());
+    assert!(!d.ca_unverified);
+    assert_eq!(
+        env.cluster_info_gets(),
+        2,
+        "one unverified and one verified fetch"
+    );
+
+    let (r, _) = env.discover(TOKEN, CaTrust::UnsafeSkip);
+    assert!(r.expect("unsafe skip still discovers").ca_unverified);
+}
+
+#[test]
+fn every_trust_failure_stops_at_once() {
+    let _s = serial();
+    let env = env();
+    let cases: Vec<(&str, &str, CaTrust, &str)> = vec![
+        (
+            "wrong pin",
+            TOKEN,
+            CaTrust::Pins(vec![[7u8; 32]]),
+            "matches none of the given --discovery-token-ca-cert-hash pins",
+        ),
+        (
+            "unknown token id",
+            "zzzzzz.0123456789abcdef",
+            env.pin(),
+            "unknown to this cluster or has expired",
+        ),
+        (
+            "wrong token secret",
+            "abcdef.ffffffffffffffff",
+            env.pin(),
+            "does not verify",
+        ),
+    ];
+    for (what, token, trust, want) in cases {
+        env.api.clear_requests();
+        let (r, rec) = env.discover(token, trust);
+        let e = r.expect_err(what);
+        assert!(e.is_trust(), "{what}: {e}");
+        assert!(e.to_string().contains(want), "{what}: {e}");
+        assert!(
+            !e.to_string().contains(SECRET),
+            "{what}: the secret leaked: {e}"
+        );
+        assert!(!e.to_string().contains("ffffffffffffffff"), "{what}: {e}");
+        assert_eq!(
+            env.cluster_info_gets(),
+            1,
+            "{what}: no request after the failure"
+        );
+        assert_eq!(rec.records().len(), 1, "{what}: not retried");
+    }
+
+    // Tampered content: the served kubeconfig no longer matches its signature.
+    let mut cm: Value = env
+        .api
+        .get_object("v1", "ConfigMap", "kube-public", "cluster-info")
+        .expect("read")
+        .expect("cluster-info exists");
+    let kc = cm["data"]["kubeconfig"].as_str().unwrap().to_string();
+    cm["data"]["kubeconfig"] = Value::String(kc.replace("https://", "https://evil."));
+    env.api.upsert(cm).expect("tamper");
+    env.api.clear_requests();
+    let (r, _) = env.discover(TOKEN, env.pin());
+    let e = r.expect_err("tampered");
+    assert!(
+        e.is_trust() && e.to_string().contains("does not verify"),
+        "{e}"
+    );
+    assert_eq!(env.cluster_info_gets(), 1);
+}
+
+#[test]
+fn discovery_retries_transient_faults_within_the_connect_budget() {
+    let _s = serial();
+    let env = env();
+    let faults = env.api.faults();
+    faults.add(
+        FaultRule::always(FaultKind::Unavailable)
+            .method(Method::GET)
+            .path(discovery::CLUSTER_INFO)
+            .times(2),
+    );
+    faults.add(
+        FaultRule::always(FaultKind::Reset)
+            .method(Method::GET)
+            .path(discovery::CLUSTER_INFO)
+            .times(1),
+    );
+    faults.add(
+        FaultRule::always(FaultKind::Stall(std::time::Duration::from_secs(6)))
+            .method(Method::GET)
+            .path(discovery::CLUSTER_INFO)
+            .times(1),
+    );
+    let (r, rec) = env.discover(TOKEN, env.pin());
+    r.expect("discovery once the faults stop");
+    let failed: Vec<String> = rec
+        .records()
+        .iter()
+        .filter(|a| a.error.is_some())
+        .map(|a| format!("{:?}", a.reason))
+        .collect();
+    assert_eq!(failed.len(), 4, "{failed:?}");
+}
+
+#[test]
+fn preflight_with_only_the_join_token_verifies_the_api_with_the_discovered_ca() {
+    let _s = serial();
+    let env = env();
+    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    let run = |pin: &str| {
+        let mut cmd = env.lab.host("joiner").command(joinguard);
+        cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
+            .args(["--discovery-token-ca-cert-hash", pin])
+            .args(["-v"]);
+        let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60))
+            .expect("joinguard ran");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&env.fixture.ca_pin);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("The cluster CA matches the pin"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("api-readyz"),
+        "/readyz was probed with the CA: {stdout}"
+    );
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains(SECRET), "the token secret leaked:\n{text}");
+    }
+
+    let wrong = format!("sha256:{}", "00".repeat(32));
+    let (code, stdout, stderr) = run(&wrong);
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    assert!(stderr.contains("matches none of the given"), "{stderr}");
+    assert!(!stderr.contains(SECRET) && !stdout.contains(SECRET));
+}
+
+#[test]
+fn preflight_bad_discovery_input_exits_2_before_any_network_call() {
+    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(joinguard)
+            .arg("preflight")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&[
+        "198.18.0.1:6443",
+        "--token",
+        "abcdef.NOT-A-SECRET-OK",
+        "--discovery-token-unsafe-skip-ca-verification",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--token") && !err.contains("NOT-A-SECRET-OK"),
+        "{err}"
+    );
+    let (code, err) = run(&["198.18.0.1:6443", "--token", TOKEN]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--discovery-token-ca-cert-hash"), "{err}");
+    let (code, err) = run(&[
+        "198.18.0.1:6443",
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        "sha256:abcd",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("64 hex digits"), "{err}");
+    let (code, err) = run(&["--token", TOKEN]);
+    assert_eq!(code, Some(2), "the endpoint is required: {err}");
+}
