@@ -105,6 +105,13 @@ pub struct PreflightArgs {
     )]
     pub discovery_token_unsafe_skip_ca_verification: bool,
 
+    /// The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as
+    /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
+    /// an etcd client identity: the external etcd client certificate, or one minted from the
+    /// stacked etcd CA. Nothing is written to disk.
+    #[arg(long, value_name = "HEX", requires = "token", conflicts_with_all = ["etcd_cert", "etcd_key"])]
+    pub certificate_key: Option<String>,
+
     /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub etcd_endpoints: Vec<String>,

@@ -276,3 +276,125 @@ fn preflight_bad_discovery_input_exits_2_before_any_network_call() {
     let (code, err) = run(&["--token", TOKEN]);
     assert_eq!(code, Some(2), "the endpoint is required: {err}");
 }
+
+const CERT_KEY: &str = "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c";
+
+/// 3 members, the stand-in, and kubeadm-certs under CERT_KEY. Stacked etcd with a ClusterStatus
+/// naming m1, or external etcd.
+fn env3(external: bool) -> (Env, Vec<String>) {
+    let lab = Lab::builder()
+        .hosts(["api", "joiner", "m1", "m2", "m3"])
+        .build()
+        .expect("lab");
+    let members = [lab.host("m1"), lab.host("m2"), lab.host("m3")];
+    let etcd = EtcdCluster::start(&lab, &members, &EtcdSpec::default()).expect("etcd");
+    etcd.wait_healthy(std::time::Duration::from_secs(30))
+        .expect("etcd");
+    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
+    let mut opts = FixtureOptions::new(TOKEN, etcd.ca());
+    opts.certificate_key = Some(CERT_KEY.into());
+    if external {
+        let id = etcd.client_identity();
+        opts.external_etcd = Some(fixture::ExternalEtcd {
+            endpoints: etcd.client_endpoints(),
+            client_cert_pem: std::fs::read_to_string(&id.cert).unwrap(),
+            client_key_pem: std::fs::read_to_string(&id.key).unwrap(),
+        });
+    } else {
+        opts.cluster_status = vec![fixture::ApiEndpoint {
+            node: "cp-1".into(),
+            address: lab.host("m1").addr(),
+            port: 6443,
+        }];
+    }
+    let fixture = fixture::kubeadm_init(&api, opts).expect("fixture");
+    let eps = etcd.client_endpoints();
+    (
+        Env {
+            api,
+            fixture,
+            _etcd: etcd,
+            lab,
+        },
+        eps,
+    )
+}
+
+fn preflight_with_join_inputs(env: &Env, key: &str) -> (i32, String, String) {
+    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    let mut cmd = env.lab.host("joiner").command(joinguard);
+    cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
+        .args(["--discovery-token-ca-cert-hash", &env.fixture.ca_pin])
+        .args(["--certificate-key", key, "-vv"]);
+    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
+        .expect("joinguard ran");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
+    let _s = serial();
+    for external in [false, true] {
+        let (env, eps) = env3(external);
+        let (code, stdout, stderr) = preflight_with_join_inputs(&env, CERT_KEY);
+        assert_eq!(code, 0, "external={external}\n{stdout}{stderr}");
+        let want = if external {
+            "using the external etcd client certificate"
+        } else {
+            "minted an in-memory etcd client certificate"
+        };
+        assert!(stderr.contains(want), "{stderr}");
+        for ep in &eps {
+            let host = ep.trim_start_matches("https://");
+            assert!(
+                stdout.contains(&format!("{host}  etcd-status")),
+                "{host} probed with mTLS (Status): {stdout}"
+            );
+            let peer = host.replace(":2379", ":2380");
+            assert!(
+                stdout.contains(&format!("{peer}  etcd-peer-probe")),
+                "{peer} from MemberList: {stdout}"
+            );
+        }
+        for text in [&stdout, &stderr] {
+            assert!(!text.contains(SECRET), "token secret leaked");
+            assert!(!text.contains(CERT_KEY), "certificate key leaked");
+            assert!(!text.contains("PRIVATE KEY"), "key material leaked");
+        }
+
+        // A slow member: the same inputs, exit 1, and it is named.
+        let m2 = env.lab.host("m2");
+        env.lab.net().set_link(
+            env.lab.host("joiner"),
+            m2,
+            netlab::Impairment::delay(std::time::Duration::from_millis(40)),
+        );
+        let (code, stdout, stderr) = preflight_with_join_inputs(&env, CERT_KEY);
+        assert_eq!(code, 1, "{stdout}{stderr}");
+        let m2_peer = format!("{}:2380", m2.addr());
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains("[ERROR EtcdPeerLatency]") && l.contains(&m2_peer)),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn preflight_with_a_wrong_certificate_key_says_so() {
+    let _s = serial();
+    let (env, _) = env3(false);
+    let wrong = "f".repeat(64);
+    let (code, stdout, stderr) = preflight_with_join_inputs(&env, &wrong);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--certificate-key does not decrypt kubeadm-certs"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&wrong) && !stdout.contains(&wrong));
+}

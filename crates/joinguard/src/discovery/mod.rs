@@ -20,6 +20,8 @@ use base64::Engine as _;
 use serde_json::Value;
 use zeroize::Zeroizing;
 
+pub mod cluster;
+
 use crate::kube::ApiClient;
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
@@ -123,6 +125,9 @@ pub enum DiscoveryError {
     /// error that is not about trust.
     #[error("token discovery: {0}")]
     Failed(String),
+    /// Exit 2: an input turned out wrong against the cluster (e.g. the certificate key).
+    #[error("{0}")]
+    Input(String),
 }
 
 impl DiscoveryError {

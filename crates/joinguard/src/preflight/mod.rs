@@ -15,14 +15,18 @@ use std::time::{Duration, Instant};
 
 use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::cli::{Output, PreflightArgs};
+use crate::discovery::cluster::{self, ClusterFacts, EtcdMaterial};
 use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
+use crate::kube::ApiClient;
 use crate::output;
-use crate::probe::identity::{CaBundle, TlsFlag};
+use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
+use crate::probe::tls::TlsClient;
 use crate::report::{render_json, render_text, Report};
-use crate::retry::Recorder;
 use crate::retry::{wait_until, Backoff};
+use crate::retry::{Recorder, RetryPolicy};
 use crate::sampling::SamplingPolicy;
 use crate::stats::Summary;
+use crate::target::TargetKind;
 
 pub use input::{InputError, PreflightInput};
 pub use run::Observations;
@@ -77,13 +81,18 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
     };
     if let Some(d) = discovery {
         match rt.block_on(d.run(input.timeout)) {
-            Ok(ca) => input.api_ca = Some(ca),
+            Ok(found) => {
+                if let Err(e) = found.apply(&mut input, &args) {
+                    output::say(&format!("joinguard preflight: {e}"));
+                    return exit::INVALID_INPUT;
+                }
+            }
             Err(e) => {
                 output::say(&format!("joinguard preflight: {e}"));
-                return if e.is_trust() {
-                    exit::TRUST_FAILURE
-                } else {
-                    exit::UNFIT
+                return match e {
+                    DiscoveryError::Trust(_) => exit::TRUST_FAILURE,
+                    DiscoveryError::Input(_) => exit::INVALID_INPUT,
+                    DiscoveryError::Failed(_) => exit::UNFIT,
                 };
             }
         }
@@ -98,6 +107,14 @@ struct DiscoveryInput {
     endpoint: String,
     token: BootstrapToken,
     trust: CaTrust,
+    certificate_key: Option<zeroize::Zeroizing<[u8; 32]>>,
+}
+
+/// What discovery adds to the flags.
+struct Discovered {
+    api_ca: CaBundle,
+    facts: ClusterFacts,
+    etcd: Option<EtcdMaterial>,
 }
 
 impl DiscoveryInput {
@@ -131,15 +148,23 @@ impl DiscoveryInput {
             .trim_start_matches("https://")
             .trim_end_matches('/')
             .to_string();
+        let certificate_key = a
+            .certificate_key
+            .as_deref()
+            .map(cluster::parse_certificate_key)
+            .transpose()
+            .map_err(|e| format!("--certificate-key: {e}"))?;
         Ok(Some(DiscoveryInput {
             endpoint,
             token,
             trust,
+            certificate_key,
         }))
     }
 
-    /// Runs discovery on the `connect` policy within `timeout`, and returns the trusted CA.
-    async fn run(&self, timeout: Duration) -> Result<CaBundle, DiscoveryError> {
+    /// Runs discovery on the `connect` policy within `timeout`, then reads what the token may
+    /// read about the cluster (kubeadm-config; kubeadm-certs with a certificate key).
+    async fn run(&self, timeout: Duration) -> Result<Discovered, DiscoveryError> {
         let recorder = Recorder::new();
         let deadline = tokio::time::Instant::now() + timeout;
         output::say(&format!(
@@ -147,14 +172,9 @@ impl DiscoveryInput {
             self.endpoint,
             self.token.id()
         ));
-        let d = discovery::discover(
-            &self.endpoint,
-            &self.token,
-            &self.trust,
-            &discovery::policy(Some(deadline)),
-            &recorder,
-        )
-        .await?;
+        let policy = discovery::policy(Some(deadline));
+        let d = discovery::discover(&self.endpoint, &self.token, &self.trust, &policy, &recorder)
+            .await?;
         if d.ca_unverified {
             output::say(
                 "[preflight] WARNING: the cluster CA was not verified against a pin \
@@ -164,12 +184,117 @@ impl DiscoveryInput {
         } else {
             output::say("[preflight] The cluster CA matches the pin and signed cluster-info");
         }
-        CaBundle::from_pem(
+        let unusable =
+            |e: String| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}"));
+        let api_ca = CaBundle::from_pem(
             TlsFlag::ApiserverCacert,
             std::path::Path::new("cluster-info"),
-            d.ca_pem,
+            d.ca_pem.clone(),
         )
-        .map_err(|e| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}")))
+        .map_err(|e| unusable(e.to_string()))?;
+        let tls =
+            TlsClient::new(&api_ca, None, &[ALPN_HTTP1]).map_err(|e| unusable(e.to_string()))?;
+        let client = ApiClient::with_tls(
+            &format!("https://{}", self.endpoint),
+            tls,
+            Some(self.token.expose().as_str()),
+        )
+        .map_err(DiscoveryError::Failed)?;
+        let read = RetryPolicy::read().with_deadline(deadline);
+        let (facts, etcd) =
+            cluster::read_cluster(&client, &read, &recorder, self.certificate_key.as_deref())
+                .await?;
+        if let Some(m) = &etcd {
+            output::say(if m.minted {
+                "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client certificate \
+                 from the etcd CA (valid 1h)"
+            } else {
+                "[preflight] kubeadm-certs decrypted: using the external etcd client certificate"
+            });
+        }
+        Ok(Discovered {
+            api_ca,
+            facts,
+            etcd,
+        })
+    }
+}
+
+impl Discovered {
+    /// Fills in what the flags left open: the API CA, etcd endpoints (external etcd, or the
+    /// ClusterStatus addresses on :2379), the etcd identity, and etcd's timing when the flags are
+    /// at their defaults.
+    fn apply(self, input: &mut PreflightInput, args: &PreflightArgs) -> Result<(), String> {
+        input.api_ca = Some(self.api_ca);
+        if input.etcd_clients.is_empty() {
+            let candidates: Vec<String> = if !self.facts.external_etcd.is_empty() {
+                self.facts.external_etcd.clone()
+            } else {
+                self.facts
+                    .control_plane_addresses
+                    .iter()
+                    .map(|a| format!("https://{a}:2379"))
+                    .collect()
+            };
+            for c in &candidates {
+                let t = input::parse_endpoint(
+                    "kubeadm-config etcd endpoint",
+                    c,
+                    TargetKind::EtcdClient,
+                    2379,
+                    true,
+                )
+                .map_err(|e| e.to_string())?;
+                if !input.etcd_clients.iter().any(|o| o.endpoint == t.endpoint) {
+                    input.etcd_clients.push(t);
+                }
+            }
+            if !candidates.is_empty() {
+                output::say(&format!(
+                    "[preflight] etcd endpoints from kubeadm-config: {}",
+                    candidates.join(",")
+                ));
+            } else if self.etcd.is_some() {
+                output::say(
+                    "[preflight] kubeadm-config names no etcd endpoint (stacked etcd is found \
+                     through the etcd pods, which a bootstrap token may not list): give \
+                     --etcd-endpoints for one or more members; the others come from MemberList",
+                );
+            }
+        }
+        if let Some(m) = self.etcd {
+            let src = std::path::Path::new("kubeadm-certs");
+            input.etcd_ca = Some(
+                CaBundle::from_pem(TlsFlag::EtcdCacert, src, m.ca_pem)
+                    .map_err(|e| e.to_string())?,
+            );
+            input.etcd_identity = Some(
+                ClientIdentity::from_pem_for(
+                    (TlsFlag::EtcdCert, src, m.cert_pem),
+                    (TlsFlag::EtcdKey, src, m.key_pem),
+                )
+                .map_err(|e| e.to_string())?,
+            );
+        }
+        let defaults = args.etcd_heartbeat_interval == Duration::from_millis(100)
+            && args.etcd_election_timeout == Duration::from_secs(1);
+        if defaults {
+            if let (Some(hb), el) = (self.facts.heartbeat, self.facts.election) {
+                let el = el.unwrap_or(input.election);
+                input.heartbeat = hb;
+                input.election = el;
+                input.thresholds = crate::check::Thresholds::from_etcd_timing(hb, el);
+                output::say(&format!(
+                    "[preflight] etcd timing from kubeadm-config: heartbeat {} ms, election {} ms",
+                    hb.as_millis(),
+                    el.as_millis()
+                ));
+            } else if let Some(el) = self.facts.election {
+                input.election = el;
+                input.thresholds = crate::check::Thresholds::from_etcd_timing(input.heartbeat, el);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -335,10 +335,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             }
         ));
         out(format!("  admin kubeconfig: {}", kubeconfig.display()));
-        out(format!(
-            "  join inputs: {} --token {API_TOKEN} --discovery-token-ca-cert-hash {pin}",
-            server.addr()
-        ));
+        out(format!("  join inputs: {pin}"));
     }
     out("");
     out(match duration {
@@ -391,6 +388,9 @@ fn start_api(
     eprintln!("netlab: starting the API server stand-in on `api`...");
     let server = ApiServer::start(lab.host("api"), etcd, ApiServerOptions::default())?;
     let mut opts = fixture::FixtureOptions::new(API_TOKEN, etcd.ca());
+    // kubeadm-certs, as `kubeadm init --upload-certs` leaves it, under a fresh key.
+    let key: [u8; 32] = rand::random();
+    opts.certificate_key = Some(key.iter().map(|b| format!("{b:02x}")).collect());
     if cluster_status {
         opts.cluster_status = vec![fixture::ApiEndpoint {
             node: "cp-1".into(),
@@ -406,7 +406,13 @@ fn start_api(
     let f = fixture::kubeadm_init(&server, opts)?;
     let kubeconfig = lab.dir().join("admin.conf");
     std::fs::write(&kubeconfig, server.kubeconfig(Some(server.admin_token())))?;
-    Ok((server, kubeconfig, f.ca_pin))
+    let inputs = format!(
+        "{} --token {API_TOKEN} --discovery-token-ca-cert-hash {} --certificate-key {}",
+        server.addr(),
+        f.ca_pin,
+        f.certificate_key.unwrap_or_default()
+    );
+    Ok((server, kubeconfig, inputs))
 }
 
 /// Runs `f` on SIGINT or SIGTERM, using tokio's signal handling on a small runtime thread.

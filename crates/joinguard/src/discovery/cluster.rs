@@ -1,0 +1,336 @@
+//! After token discovery: what the bootstrap token may read about the cluster (kubeadm's RBAC
+//! lets it get `kube-system/kubeadm-config` and `kube-system/kubeadm-certs`), and the etcd client
+//! identity that `--certificate-key` unlocks.
+//!
+//! - `ClusterConfiguration` (v1beta3 or v1beta4) gives the control-plane endpoint, external etcd
+//!   endpoints, and etcd's `heartbeat-interval` / `election-timeout` when they are set; a legacy
+//!   `ClusterStatus` gives the control-plane nodes' addresses (stacked etcd on :2379).
+//! - `kubeadm-certs` entries are AES-256-GCM with the nonce prepended (kubeadm
+//!   `cryptoutil.EncryptBytes`), keyed by the hex-decoded certificate key. External etcd: its CA
+//!   and client certificate are in the Secret. Stacked etcd: the etcd CA and its key are, and a
+//!   short-lived client certificate is minted from them in memory.
+//!
+//! Nothing is written to disk; decrypted key material lives in [`Zeroizing`] buffers.
+
+use std::time::{Duration, SystemTime};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde_json::Value;
+use zeroize::Zeroizing;
+
+use super::DiscoveryError;
+use crate::joinconfig::parse_go_duration;
+use crate::kube::ApiClient;
+use crate::retry::{self, Recorder, RetryPolicy, WakeOnConnect};
+
+pub const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+pub const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
+/// Lifetime of a minted etcd client certificate: one preflight run, with room for `--wait`.
+pub const MINTED_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// What kubeadm-config says about the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterFacts {
+    pub control_plane_endpoint: Option<String>,
+    /// `etcd.external.endpoints`.
+    pub external_etcd: Vec<String>,
+    /// `etcd.local.extraArgs` `heartbeat-interval` (etcd takes milliseconds).
+    pub heartbeat: Option<Duration>,
+    /// `etcd.local.extraArgs` `election-timeout`.
+    pub election: Option<Duration>,
+    /// Legacy `ClusterStatus.apiEndpoints` advertise addresses.
+    pub control_plane_addresses: Vec<String>,
+}
+
+impl ClusterFacts {
+    /// Parses the kubeadm-config ConfigMap.
+    pub fn from_config_map(cm: &Value) -> Result<ClusterFacts, String> {
+        let text = cm
+            .pointer("/data/ClusterConfiguration")
+            .and_then(Value::as_str)
+            .ok_or("kubeadm-config has no ClusterConfiguration")?;
+        let cc: serde_yaml::Value = serde_yaml::from_str(text)
+            .map_err(|e| format!("ClusterConfiguration is not YAML ({e})"))?;
+        let mut f = ClusterFacts {
+            control_plane_endpoint: cc["controlPlaneEndpoint"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            ..ClusterFacts::default()
+        };
+        if let Some(eps) = cc["etcd"]["external"]["endpoints"].as_sequence() {
+            f.external_etcd = eps
+                .iter()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect();
+        }
+        // v1beta4: a list of {name, value}; v1beta3: a map.
+        let args = &cc["etcd"]["local"]["extraArgs"];
+        let arg = |name: &str| -> Option<String> {
+            match args {
+                serde_yaml::Value::Sequence(items) => items
+                    .iter()
+                    .find(|i| i["name"].as_str() == Some(name))
+                    .and_then(|i| i["value"].as_str().map(str::to_string)),
+                serde_yaml::Value::Mapping(_) => args[name].as_str().map(str::to_string),
+                _ => None,
+            }
+        };
+        let ms = |v: String| {
+            v.trim()
+                .parse::<u64>()
+                .map(Duration::from_millis)
+                .ok()
+                .or_else(|| parse_go_duration(&v))
+        };
+        f.heartbeat = arg("heartbeat-interval").and_then(ms);
+        f.election = arg("election-timeout").and_then(ms);
+        if let Some(status) = cm.pointer("/data/ClusterStatus").and_then(Value::as_str) {
+            let s: serde_yaml::Value = serde_yaml::from_str(status)
+                .map_err(|e| format!("ClusterStatus is not YAML ({e})"))?;
+            if let Some(m) = s["apiEndpoints"].as_mapping() {
+                f.control_plane_addresses = m
+                    .values()
+                    .filter_map(|e| e["advertiseAddress"].as_str().map(str::to_string))
+                    .collect();
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// The etcd client material that kubeadm-certs yields.
+pub struct EtcdMaterial {
+    pub ca_pem: Vec<u8>,
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Zeroizing<Vec<u8>>,
+    /// True for a certificate minted here from the etcd CA (stacked etcd).
+    pub minted: bool,
+}
+
+impl std::fmt::Debug for EtcdMaterial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdMaterial")
+            .field("minted", &self.minted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses `--certificate-key` (64 hex digits, AES-256). The error never repeats the key.
+pub fn parse_certificate_key(s: &str) -> Result<Zeroizing<[u8; 32]>, String> {
+    let s = s.trim();
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(
+            "the certificate key must be 64 hex digits (32 bytes), as printed by \
+                    `kubeadm init phase upload-certs --upload-certs`"
+                .into(),
+        );
+    }
+    let mut k = Zeroizing::new([0u8; 32]);
+    for i in 0..32 {
+        k[i] = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(k)
+}
+
+/// kubeadm `cryptoutil.DecryptBytes`: `nonce(12) || ciphertext || tag(16)`, AES-256-GCM.
+pub fn decrypt_bytes(data: &[u8], key: &[u8; 32]) -> Option<Zeroizing<Vec<u8>>> {
+    use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+    if data.len() < NONCE_LEN + AES_256_GCM.tag_len() {
+        return None;
+    }
+    let (nonce, sealed) = data.split_at(NONCE_LEN);
+    let key = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).ok()?);
+    let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+    let mut buf = Zeroizing::new(sealed.to_vec());
+    let plain_len = key
+        .open_in_place(nonce, Aad::empty(), buf.as_mut_slice())
+        .ok()?
+        .len();
+    buf.truncate(plain_len);
+    Some(buf)
+}
+
+/// Decrypts the etcd entries of a kubeadm-certs Secret and returns a client identity for etcd.
+pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, DiscoveryError> {
+    let entry = |name: &str| -> Result<Option<Zeroizing<Vec<u8>>>, DiscoveryError> {
+        let Some(b64) = secret
+            .pointer(&format!(
+                "/data/{}",
+                name.replace('~', "~0").replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+        else {
+            return Ok(None);
+        };
+        // Secret data is base64 of the encrypted entry.
+        let sealed = STANDARD.decode(b64).map_err(|e| {
+            DiscoveryError::Failed(format!("kubeadm-certs entry {name} is not base64 ({e})"))
+        })?;
+        decrypt_bytes(&sealed, key).map(Some).ok_or_else(|| {
+            DiscoveryError::Input(
+                "--certificate-key does not decrypt kubeadm-certs: the key is wrong, or the \
+                 certificates were uploaded again with another key (they expire 2 hours after \
+                 `kubeadm init phase upload-certs --upload-certs`; run it again and use the key \
+                 it prints)"
+                    .into(),
+            )
+        })
+    };
+    if let (Some(ca), Some(cert), Some(k)) = (
+        entry("external-etcd-ca.crt")?,
+        entry("external-etcd.crt")?,
+        entry("external-etcd.key")?,
+    ) {
+        return Ok(EtcdMaterial {
+            ca_pem: ca.to_vec(),
+            cert_pem: cert.to_vec(),
+            key_pem: k,
+            minted: false,
+        });
+    }
+    let (Some(ca), Some(ca_key)) = (entry("etcd-ca.crt")?, entry("etcd-ca.key")?) else {
+        return Err(DiscoveryError::Failed(
+            "kubeadm-certs has neither the etcd CA (stacked etcd) nor the external etcd client \
+             certificate"
+                .into(),
+        ));
+    };
+    let (cert_pem, key_pem) = mint_client(&ca, &ca_key).map_err(DiscoveryError::Failed)?;
+    Ok(EtcdMaterial {
+        ca_pem: ca.to_vec(),
+        cert_pem,
+        key_pem,
+        minted: true,
+    })
+}
+
+/// A client certificate for etcd (clientAuth, CN `joinguard-preflight`), signed by the etcd CA,
+/// valid from 5 minutes ago for [`MINTED_LIFETIME`].
+fn mint_client(ca_pem: &[u8], ca_key_pem: &[u8]) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), String> {
+    use rcgen::{
+        CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key_text = Zeroizing::new(
+        String::from_utf8(ca_key_pem.to_vec()).map_err(|_| "the etcd CA key is not PEM text")?,
+    );
+    let ca_key = KeyPair::from_pem(&ca_key_text)
+        .map_err(|e| format!("the etcd CA key is not usable ({e})"))?;
+    let ca_text = String::from_utf8(ca_pem.to_vec()).map_err(|_| "the etcd CA is not PEM text")?;
+    let issuer = Issuer::from_ca_cert_pem(&ca_text, ca_key)
+        .map_err(|e| format!("the etcd CA certificate is not usable ({e})"))?;
+    let key = KeyPair::generate().map_err(|e| format!("generating a client key: {e}"))?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "joinguard-preflight");
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let now = SystemTime::now();
+    params.not_before = (now - Duration::from_secs(300)).into();
+    params.not_after = (now + MINTED_LIFETIME).into();
+    let cert = params
+        .signed_by(&key, &issuer)
+        .map_err(|e| format!("signing the client certificate: {e}"))?;
+    Ok((
+        cert.pem().into_bytes(),
+        Zeroizing::new(key.serialize_pem().into_bytes()),
+    ))
+}
+
+/// Reads kubeadm-config (and, with a certificate key, kubeadm-certs) with the bootstrap token,
+/// on `policy`.
+pub async fn read_cluster(
+    client: &ApiClient,
+    policy: &RetryPolicy,
+    recorder: &Recorder,
+    certificate_key: Option<&[u8; 32]>,
+) -> Result<(ClusterFacts, Option<EtcdMaterial>), DiscoveryError> {
+    let wake = client.socket_addr().map(WakeOnConnect::new);
+    let get = |op: &'static str, path: &'static str| {
+        let wake = wake.clone();
+        async move {
+            retry::run(policy, op, recorder, wake.as_ref(), |ctx| {
+                client.get(path, ctx.timeout)
+            })
+            .await
+            .map_err(|e| {
+                if e.is_trust() {
+                    DiscoveryError::Trust(e.to_string())
+                } else {
+                    DiscoveryError::Failed(e.to_string())
+                }
+            })
+        }
+    };
+    let cm = get("kube-system/kubeadm-config get", KUBEADM_CONFIG).await?;
+    let facts = ClusterFacts::from_config_map(&cm).map_err(DiscoveryError::Failed)?;
+    let material = match certificate_key {
+        None => None,
+        Some(k) => {
+            let secret = get("kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
+            Some(etcd_material(&secret, k)?)
+        }
+    };
+    Ok((facts, material))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn facts_from_v1beta4_and_v1beta3_layouts() {
+        let v4 = json!({"data": {"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\ncontrolPlaneEndpoint: 10.0.0.10:6443\netcd:\n  local:\n    extraArgs:\n    - name: heartbeat-interval\n      value: \"250\"\n    - name: election-timeout\n      value: \"2500\"\nkind: ClusterConfiguration\n"}});
+        let f = ClusterFacts::from_config_map(&v4).unwrap();
+        assert_eq!(f.control_plane_endpoint.as_deref(), Some("10.0.0.10:6443"));
+        assert_eq!(f.heartbeat, Some(Duration::from_millis(250)));
+        assert_eq!(f.election, Some(Duration::from_millis(2500)));
+        let v3 = json!({"data": {
+            "ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta3\netcd:\n  external:\n    endpoints:\n    - https://10.0.0.21:2379\n    - https://10.0.0.22:2379\nkind: ClusterConfiguration\n",
+            "ClusterStatus": "apiEndpoints:\n  cp-1:\n    advertiseAddress: 10.0.0.11\n    bindPort: 6443\n",
+        }});
+        let f = ClusterFacts::from_config_map(&v3).unwrap();
+        assert_eq!(
+            f.external_etcd,
+            ["https://10.0.0.21:2379", "https://10.0.0.22:2379"]
+        );
+        assert_eq!(f.control_plane_addresses, ["10.0.0.11"]);
+        assert_eq!(f.heartbeat, None);
+    }
+
+    #[test]
+    fn certificate_keys_and_decryption() {
+        use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+        let hex = "ab".repeat(32);
+        let key = parse_certificate_key(&hex).unwrap();
+        assert!(parse_certificate_key("abcd")
+            .unwrap_err()
+            .contains("64 hex digits"));
+        assert!(!parse_certificate_key(&"zz".repeat(32))
+            .unwrap_err()
+            .contains("zz"));
+        let nonce = [7u8; 12];
+        let mut buf = b"secret material".to_vec();
+        LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &*key).unwrap())
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut buf)
+            .unwrap();
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&buf);
+        assert_eq!(
+            decrypt_bytes(&sealed, &key).unwrap().as_slice(),
+            b"secret material"
+        );
+        let wrong = parse_certificate_key(&"cd".repeat(32)).unwrap();
+        assert!(decrypt_bytes(&sealed, &wrong).is_none());
+        assert!(decrypt_bytes(&sealed[..10], &key).is_none());
+    }
+}
