@@ -76,6 +76,12 @@ pub struct PreflightArgs {
     #[arg(long, value_name = "FILE")]
     pub apiserver_cacert: Option<PathBuf>,
 
+    /// kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API's
+    /// /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, token, CA pins, certificate key,
+    /// node name and ignorePreflightErrors come from it. Flags override the file, as in kubeadm.
+    #[arg(long, value_name = "JOIN.yaml")]
+    pub config: Option<PathBuf>,
+
     /// Bootstrap token for discovery, as `kubeadm join --token` (or --discovery-token): the
     /// cluster CA is then learned from kube-public/cluster-info, verified with the token's JWS
     /// and the --discovery-token-ca-cert-hash pin, and used to verify the API server.
@@ -83,33 +89,23 @@ pub struct PreflightArgs {
         long,
         value_name = "TOKEN",
         visible_alias = "discovery-token",
-        conflicts_with = "apiserver_cacert",
-        requires = "api_server_endpoint"
+        conflicts_with = "apiserver_cacert"
     )]
     pub token: Option<String>,
 
     /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
-    #[arg(
-        long,
-        value_name = "sha256:HEX",
-        value_delimiter = ',',
-        requires = "token"
-    )]
+    #[arg(long, value_name = "sha256:HEX", value_delimiter = ',')]
     pub discovery_token_ca_cert_hash: Vec<String>,
 
     /// Trust the discovered CA without a pin (as kubeadm; joinguard warns).
-    #[arg(
-        long,
-        requires = "token",
-        conflicts_with = "discovery_token_ca_cert_hash"
-    )]
+    #[arg(long, conflicts_with = "discovery_token_ca_cert_hash")]
     pub discovery_token_unsafe_skip_ca_verification: bool,
 
     /// The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as
     /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
     /// an etcd client identity: the external etcd client certificate, or one minted from the
     /// stacked etcd CA. Nothing is written to disk.
-    #[arg(long, value_name = "HEX", requires = "token", conflicts_with_all = ["etcd_cert", "etcd_key"])]
+    #[arg(long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"])]
     pub certificate_key: Option<String>,
 
     /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
@@ -243,6 +239,9 @@ Examples:
     --etcd-cacert /etc/kubernetes/pki/etcd/ca.crt \\
     --etcd-cert /etc/kubernetes/pki/apiserver-etcd-client.crt \\
     --etcd-key /etc/kubernetes/pki/apiserver-etcd-client.key
+
+  # Cluster API: everything from the join's config file:
+  joinguard preflight --config /run/kubeadm/kubeadm-join-config.yaml
 
   # Only the join's own inputs: the CA comes from token discovery, verified by the pin:
   joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \\

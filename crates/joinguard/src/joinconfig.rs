@@ -25,6 +25,18 @@ pub struct JoinConfig {
     pub local_api_endpoint: Option<(Option<IpAddr>, u16)>,
     /// `discovery.bootstrapToken.apiServerEndpoint`.
     pub api_server_endpoint: Option<String>,
+    /// `discovery.bootstrapToken.token` (falls back to `discovery.tlsBootstrapToken`).
+    pub token: Option<String>,
+    /// `discovery.bootstrapToken.caCertHashes`.
+    pub ca_cert_hashes: Vec<String>,
+    /// `discovery.bootstrapToken.unsafeSkipCAVerification`.
+    pub unsafe_skip_ca_verification: bool,
+    /// `discovery.file.kubeConfigPath`.
+    pub discovery_file: Option<PathBuf>,
+    /// `controlPlane.certificateKey`.
+    pub certificate_key: Option<String>,
+    /// `nodeRegistration.ignorePreflightErrors`.
+    pub ignore_preflight_errors: Vec<String>,
     /// v1beta4 `timeouts.kubernetesAPICall`.
     pub kubernetes_api_call: Option<Duration>,
     /// v1beta4 `timeouts.etcdAPICall`.
@@ -64,8 +76,11 @@ struct RawJoin {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct RawNodeRegistration {
     name: Option<String>,
+    #[serde(default)]
+    ignore_preflight_errors: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -73,6 +88,7 @@ struct RawNodeRegistration {
 struct RawControlPlane {
     #[serde(rename = "localAPIEndpoint", default)]
     local_api_endpoint: RawEndpoint,
+    certificate_key: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -86,12 +102,25 @@ struct RawEndpoint {
 #[serde(rename_all = "camelCase")]
 struct RawDiscovery {
     bootstrap_token: Option<RawBootstrapToken>,
+    file: Option<RawFileDiscovery>,
+    tls_bootstrap_token: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RawFileDiscovery {
+    kube_config_path: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct RawBootstrapToken {
     api_server_endpoint: Option<String>,
+    token: Option<String>,
+    #[serde(default)]
+    ca_cert_hashes: Vec<String>,
+    #[serde(default)]
+    unsafe_skip_ca_verification: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -156,6 +185,18 @@ impl JoinConfig {
                     }),
                 }
             };
+            let certificate_key = raw
+                .control_plane
+                .as_ref()
+                .and_then(|c| c.certificate_key.clone())
+                .filter(|k| !k.is_empty());
+            let bt = raw.discovery.bootstrap_token.unwrap_or_default();
+            let discovery_file = raw.discovery.file.and_then(|f| f.kube_config_path);
+            if discovery_file.is_some() && bt.api_server_endpoint.is_some() {
+                return Err(invalid(
+                    "discovery.bootstrapToken and discovery.file are mutually exclusive".into(),
+                ));
+            }
             let local_api_endpoint = match raw.control_plane {
                 None => None,
                 Some(cp) => {
@@ -183,10 +224,16 @@ impl JoinConfig {
                 api_version: head.api_version,
                 node_name: raw.node_registration.name.filter(|n| !n.is_empty()),
                 local_api_endpoint,
-                api_server_endpoint: raw
-                    .discovery
-                    .bootstrap_token
-                    .and_then(|b| b.api_server_endpoint),
+                api_server_endpoint: bt.api_server_endpoint,
+                token: bt
+                    .token
+                    .or(raw.discovery.tls_bootstrap_token)
+                    .filter(|t| !t.is_empty()),
+                ca_cert_hashes: bt.ca_cert_hashes,
+                unsafe_skip_ca_verification: bt.unsafe_skip_ca_verification,
+                discovery_file,
+                certificate_key,
+                ignore_preflight_errors: raw.node_registration.ignore_preflight_errors,
                 kubernetes_api_call: duration(
                     "kubernetesAPICall",
                     raw.timeouts.kubernetes_api_call,
@@ -257,11 +304,16 @@ kind: JoinConfiguration
 nodeRegistration:
   name: cp-2
   criSocket: unix:///run/containerd/containerd.sock
+  ignorePreflightErrors:
+  - EtcdPeerLatency
 discovery:
   bootstrapToken:
     apiServerEndpoint: 10.0.0.10:6443
     token: abcdef.0123456789abcdef
+    caCertHashes:
+    - sha256:aa
 controlPlane:
+  certificateKey: '0011'
   localAPIEndpoint:
     advertiseAddress: 10.0.0.12
     bindPort: 6444
@@ -276,6 +328,10 @@ timeouts:
             Some((Some("10.0.0.12".parse().unwrap()), 6444))
         );
         assert_eq!(c.api_server_endpoint.as_deref(), Some("10.0.0.10:6443"));
+        assert_eq!(c.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        assert_eq!(c.ca_cert_hashes, ["sha256:aa"]);
+        assert_eq!(c.certificate_key.as_deref(), Some("0011"));
+        assert_eq!(c.ignore_preflight_errors, ["EtcdPeerLatency"]);
         assert_eq!(c.kubernetes_api_call, Some(Duration::from_secs(90)));
         assert_eq!(c.etcd_api_call, Some(Duration::from_secs(120)));
     }

@@ -398,3 +398,87 @@ fn preflight_with_a_wrong_certificate_key_says_so() {
     );
     assert!(!stderr.contains(&wrong) && !stdout.contains(&wrong));
 }
+
+#[test]
+fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
+    let _s = serial();
+    let (env, eps) = env3(false);
+    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    for version in ["v1beta4", "v1beta3"] {
+        // As Cluster API writes it (plus the certificate key a control-plane join carries).
+        let path = env
+            .lab
+            .dir()
+            .join(format!("kubeadm-join-config-{version}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: kubeadm.k8s.io/{version}\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\n",
+                env.api.addr(),
+                env.fixture.ca_pin,
+                env.lab.host("joiner").addr()
+            ),
+        )
+        .unwrap();
+        let mut cmd = env.lab.host("joiner").command(joinguard);
+        cmd.arg("preflight").arg("--config").arg(&path);
+        let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
+            .expect("joinguard ran");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{version}\n{stdout}{stderr}");
+        assert!(
+            stdout.contains(&format!("{}  api-readyz", env.api.addr())),
+            "{stdout}"
+        );
+        for ep in &eps {
+            let host = ep.trim_start_matches("https://");
+            assert!(
+                stdout.contains(&format!("{host}  etcd-status")),
+                "{version}: {stdout}"
+            );
+        }
+    }
+
+    // File discovery: the kubeconfig it names is trusted as is (kubeadm's discovery.file).
+    let kc = env.lab.dir().join("cluster-info.conf");
+    std::fs::write(&kc, &env.fixture.cluster_info_kubeconfig).unwrap();
+    let file_cfg = env.lab.dir().join("join-file.yaml");
+    std::fs::write(
+        &file_cfg,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  file:\n    kubeConfigPath: {}\n",
+            kc.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = env.lab.host("joiner").command(joinguard);
+    cmd.arg("preflight").arg("--config").arg(&file_cfg);
+    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{}  api-readyz", env.api.addr())),
+        "{stdout}"
+    );
+
+    // A flag overrides the file: a wrong pin on the command line wins, and fails the trust.
+    let path = env.lab.dir().join("kubeadm-join-config-v1beta4.yaml");
+    let mut cmd = env.lab.host("joiner").command(joinguard);
+    cmd.arg("preflight").arg("--config").arg(&path).args([
+        "--discovery-token-ca-cert-hash",
+        &format!("sha256:{}", "11".repeat(32)),
+    ]);
+    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -72,16 +72,18 @@ pub enum KubeconfigError {
     Unsupported { path: PathBuf, what: String },
 }
 
+/// clientcmd writes `contexts: null` and `users: null` (cluster-info's kubeconfig does), so every
+/// list may be null.
 #[derive(Deserialize)]
 struct RawConfig {
     #[serde(rename = "current-context", default)]
-    current_context: String,
+    current_context: Option<String>,
     #[serde(default)]
-    clusters: Vec<Named<RawCluster>>,
+    clusters: Option<Vec<Named<RawCluster>>>,
     #[serde(default)]
-    contexts: Vec<Named<RawContext>>,
+    contexts: Option<Vec<Named<RawContext>>>,
     #[serde(default)]
-    users: Vec<NamedUser>,
+    users: Option<Vec<NamedUser>>,
 }
 
 #[derive(Deserialize)]
@@ -163,29 +165,49 @@ impl Kubeconfig {
             // serde_yaml's message carries a location, never the secret values themselves.
             reason: e.to_string(),
         })?;
-        let context = match context {
-            Some(c) => c.to_string(),
-            None if !raw.current_context.is_empty() => raw.current_context.clone(),
-            None if raw.contexts.len() == 1 => raw.contexts[0].name.clone(),
-            None => {
-                return Err(invalid(
-                    "no current-context is set; pass --context or set current-context".into(),
-                ))
+        let clusters = raw.clusters.unwrap_or_default();
+        let contexts = raw.contexts.unwrap_or_default();
+        let current = raw.current_context.unwrap_or_default();
+        // A kubeconfig with one cluster and no contexts at all (kubeadm's cluster-info, file
+        // discovery) names that cluster, with no user.
+        let implicit;
+        let (context, ctx) = match context {
+            None if contexts.is_empty() && current.is_empty() && clusters.len() == 1 => {
+                implicit = RawContext {
+                    cluster: clusters[0].name.clone(),
+                    user: String::new(),
+                };
+                (String::new(), &implicit)
+            }
+            _ => {
+                let context = match context {
+                    Some(c) => c.to_string(),
+                    None if !current.is_empty() => current.clone(),
+                    None if contexts.len() == 1 => contexts[0].name.clone(),
+                    None => {
+                        return Err(invalid(
+                            "no current-context is set; pass --context or set current-context"
+                                .into(),
+                        ))
+                    }
+                };
+                let ctx = contexts
+                    .iter()
+                    .find(|c| c.name == context)
+                    .map(|c| &c.item)
+                    .ok_or_else(|| {
+                        invalid(format!("context {context:?} is not defined in the file"))
+                    })?;
+                (context, ctx)
             }
         };
-        let ctx = raw
-            .contexts
+        let cluster = clusters
             .iter()
-            .find(|c| c.name == context)
-            .ok_or_else(|| invalid(format!("context {context:?} is not defined in the file")))?;
-        let cluster = raw
-            .clusters
-            .iter()
-            .find(|c| c.name == ctx.item.cluster)
+            .find(|c| c.name == ctx.cluster)
             .ok_or_else(|| {
                 invalid(format!(
                     "context {context:?} names cluster {:?}, which is not defined",
-                    ctx.item.cluster
+                    ctx.cluster
                 ))
             })?;
         let cluster = &cluster.item;
@@ -193,7 +215,7 @@ impl Kubeconfig {
             .server
             .clone()
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| invalid(format!("cluster {:?} has no server", ctx.item.cluster)))?;
+            .ok_or_else(|| invalid(format!("cluster {:?} has no server", ctx.cluster)))?;
         if !server.starts_with("https://") {
             return Err(invalid(format!(
                 "server {server:?} is not an https:// URL; the API server is only reached over TLS"
@@ -213,20 +235,21 @@ impl Kubeconfig {
                 return Err(invalid(format!(
                     "cluster {:?} has no certificate-authority(-data); joinguard does not trust \
                      the system roots for an API server",
-                    ctx.item.cluster
+                    ctx.cluster
                 )))
             }
         };
-        let user = if ctx.item.user.is_empty() {
+        let user = if ctx.user.is_empty() {
             RawUser::default()
         } else {
             raw.users
+                .unwrap_or_default()
                 .into_iter()
-                .find(|u| u.name == ctx.item.user)
+                .find(|u| u.name == ctx.user)
                 .ok_or_else(|| {
                     invalid(format!(
                         "context {context:?} names user {:?}, which is not defined",
-                        ctx.item.user
+                        ctx.user
                     ))
                 })?
                 .user
@@ -356,6 +379,17 @@ mod tests {
             !format!("{k:?}").contains("KEY"),
             "Debug must not print secrets"
         );
+    }
+
+    #[test]
+    fn cluster_info_style_kubeconfig_with_null_lists_names_its_one_cluster() {
+        let text = format!(
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: {}\n    server: https://10.0.0.10:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {{}}\nusers: null\n",
+            b64(CA)
+        );
+        let k = Kubeconfig::parse(Path::new("cluster-info"), text.as_bytes(), None).unwrap();
+        assert_eq!(k.server, "https://10.0.0.10:6443");
+        assert!(matches!(k.credentials, Credentials::Anonymous));
     }
 
     #[test]

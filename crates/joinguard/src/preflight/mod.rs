@@ -17,6 +17,7 @@ use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET
 use crate::cli::{Output, PreflightArgs};
 use crate::discovery::cluster::{self, ClusterFacts, EtcdMaterial};
 use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
+use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
 use crate::output;
 use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
@@ -51,7 +52,14 @@ impl Outcome {
 }
 
 /// Entry point of `joinguard preflight`: returns the process exit code.
-pub fn run_cli(args: PreflightArgs) -> u8 {
+pub fn run_cli(mut args: PreflightArgs) -> u8 {
+    let file_discovery = match merge_join_config(&mut args) {
+        Ok(f) => f,
+        Err(e) => {
+            output::say(&format!("joinguard preflight: {e}"));
+            return exit::INVALID_INPUT;
+        }
+    };
     let discovery = match DiscoveryInput::from_args(&args) {
         Ok(d) => d,
         Err(e) => {
@@ -66,6 +74,9 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
             return exit::INVALID_INPUT;
         }
     };
+    if let Some(ca) = file_discovery {
+        input.api_ca = Some(ca);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -102,6 +113,56 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
     outcome.exit_code()
 }
 
+/// Fills what the flags leave open from `--config` (flags win, as in kubeadm). With
+/// `discovery.file`, returns the CA of that kubeconfig (kubeadm's file discovery trusts it as is)
+/// and takes the API endpoint from its server.
+fn merge_join_config(a: &mut PreflightArgs) -> Result<Option<CaBundle>, String> {
+    let Some(path) = a.config.clone() else {
+        return Ok(None);
+    };
+    let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
+    if c.local_api_endpoint.is_none() {
+        output::say(&format!(
+            "[preflight] {}: the JoinConfiguration has no controlPlane section (a worker join); \
+             checking the paths a control-plane join needs anyway",
+            path.display()
+        ));
+    }
+    if a.api_server_endpoint.is_none() {
+        a.api_server_endpoint = c.api_server_endpoint.clone();
+    }
+    if a.token.is_none() && c.discovery_file.is_none() {
+        a.token = c.token.clone();
+    }
+    if a.discovery_token_ca_cert_hash.is_empty() && !a.discovery_token_unsafe_skip_ca_verification {
+        a.discovery_token_ca_cert_hash = c.ca_cert_hashes.clone();
+        a.discovery_token_unsafe_skip_ca_verification = c.unsafe_skip_ca_verification;
+    }
+    if a.certificate_key.is_none() && a.etcd_cert.is_none() {
+        a.certificate_key = c.certificate_key.clone();
+    }
+    if a.node_name.is_none() {
+        a.node_name = c.node_name.clone();
+    }
+    if a.ignore_preflight_errors.is_empty() {
+        a.ignore_preflight_errors = c.ignore_preflight_errors.clone();
+    }
+    let Some(file) = &c.discovery_file else {
+        return Ok(None);
+    };
+    if a.apiserver_cacert.is_some() {
+        return Ok(None);
+    }
+    let k = crate::kube::Kubeconfig::load(file, None)
+        .map_err(|e| format!("--config {}: discovery.file: {e}", path.display()))?;
+    if a.api_server_endpoint.is_none() {
+        a.api_server_endpoint = Some(k.server.clone());
+    }
+    let ca = CaBundle::from_pem(TlsFlag::ApiserverCacert, file, k.ca_pem)
+        .map_err(|e| format!("--config {}: discovery.file: {e}", path.display()))?;
+    Ok(Some(ca))
+}
+
 /// Token discovery's inputs, validated (exit 2 before any network call).
 struct DiscoveryInput {
     endpoint: String,
@@ -120,7 +181,22 @@ struct Discovered {
 impl DiscoveryInput {
     fn from_args(a: &PreflightArgs) -> Result<Option<DiscoveryInput>, String> {
         let Some(token) = &a.token else {
-            return Ok(None);
+            let orphan = if a.certificate_key.is_some() {
+                Some("--certificate-key")
+            } else if !a.discovery_token_ca_cert_hash.is_empty() {
+                Some("--discovery-token-ca-cert-hash")
+            } else if a.discovery_token_unsafe_skip_ca_verification {
+                Some("--discovery-token-unsafe-skip-ca-verification")
+            } else {
+                None
+            };
+            return match orphan {
+                Some(f) => Err(format!(
+                    "{f} is part of token discovery and needs --token (or \
+                     discovery.bootstrapToken.token in --config)"
+                )),
+                None => Ok(None),
+            };
         };
         let token = BootstrapToken::parse(token).map_err(|e| format!("--token: {e}"))?;
         let trust = if a.discovery_token_unsafe_skip_ca_verification {
@@ -141,10 +217,14 @@ impl DiscoveryInput {
                     .map_err(|e| format!("--discovery-token-ca-cert-hash {e}"))?,
             )
         };
-        let endpoint = a
-            .api_server_endpoint
-            .as_deref()
-            .unwrap_or_default()
+        let Some(endpoint) = a.api_server_endpoint.as_deref() else {
+            return Err(
+                "--token needs the API endpoint (as kubeadm join takes it: host:port, \
+                        or discovery.bootstrapToken.apiServerEndpoint in --config)"
+                    .into(),
+            );
+        };
+        let endpoint = endpoint
             .trim_start_matches("https://")
             .trim_end_matches('/')
             .to_string();
