@@ -354,6 +354,10 @@ fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
                 stdout.contains(&format!("{host}  etcd-status")),
                 "{host} probed with mTLS (Status): {stdout}"
             );
+            assert!(
+                stdout.contains(&format!("{host}  icmp-echo")),
+                "{host} has a loss stream, found through MemberList or not: {stdout}"
+            );
             let peer = host.replace(":2379", ":2380");
             assert!(
                 stdout.contains(&format!("{peer}  etcd-peer-probe")),
@@ -481,4 +485,28 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn preflight_with_an_expired_bootstrap_token_names_the_cause() {
+    let _s = serial();
+    let lab = Lab::builder()
+        .hosts(["api", "m1", "joiner"])
+        .build()
+        .expect("lab");
+    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
+    etcd.wait_healthy(std::time::Duration::from_secs(30))
+        .expect("etcd");
+    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
+    let mut opts = FixtureOptions::new(TOKEN, etcd.ca());
+    opts.token_expiration = Some(std::time::SystemTime::now() - std::time::Duration::from_secs(60));
+    let f = fixture::kubeadm_init(&api, opts).expect("fixture");
+    let mut cmd = lab.host("joiner").command(env!("CARGO_BIN_EXE_joinguard"));
+    cmd.args(["preflight", &api.addr().to_string(), "--token", TOKEN])
+        .args(["--discovery-token-ca-cert-hash", &f.ca_pin]);
+    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("has expired or was deleted"), "{stderr}");
+    assert!(!stderr.contains(SECRET));
 }

@@ -239,6 +239,7 @@ pub async fn observe(
 
     let discovery = Discovery::new(input.etcd_clients.len());
     let mut tasks = Vec::new();
+    let initial_hosts: BTreeSet<IpAddr> = hosts.keys().copied().collect();
 
     // etcd client targets (given ones now; discovered ones once the member list is in).
     let discovered = async {
@@ -246,9 +247,16 @@ pub async fn observe(
             return;
         };
         let mut more = Vec::new();
+        // Members found here get an ICMP loss stream too, like the given ones.
+        let mut new_hosts: BTreeMap<IpAddr, Target> = BTreeMap::new();
         for m in list {
             for u in m.client_urls.iter().take(1) {
                 if let Ok(t) = Target::parse_url(TargetKind::EtcdClient, u) {
+                    if let Ok(ip) = t.host.parse::<IpAddr>() {
+                        if !initial_hosts.contains(&ip) {
+                            new_hosts.entry(ip).or_insert_with(|| t.clone());
+                        }
+                    }
                     if !input.etcd_clients.iter().any(|c| c.endpoint == t.endpoint) {
                         more.push(client_target(
                             clock,
@@ -279,7 +287,9 @@ pub async fn observe(
                 }
             }
         }
+        let threads = spawn_icmp(clock, policy, &limits, new_hosts);
         futures_join_all(more).await;
+        merge_icmp(threads, &shared).await;
     };
 
     for t in &input.etcd_clients {
@@ -318,44 +328,9 @@ pub async fn observe(
     // ICMP streams run on their own threads: their timestamps must not wait behind the TLS
     // and gRPC work of the other probes, which all share this task.
     let icmp = {
-        let threads: Vec<_> = hosts
-            .into_iter()
-            .map(|(ip, t)| {
-                let (policy, limits) = (policy, limits.clone());
-                std::thread::spawn(move || {
-                    let local = Shared::default();
-                    if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        rt.block_on(icmp_host(clock, &policy, &limits, ip, t, &local));
-                    }
-                    local.obs.into_inner().unwrap_or_else(|e| e.into_inner())
-                })
-            })
-            .collect();
+        let threads = spawn_icmp(clock, policy, &limits, hosts);
         let shared = &shared;
-        async move {
-            let joined = tokio::task::spawn_blocking(move || {
-                threads
-                    .into_iter()
-                    .filter_map(|t| t.join().ok())
-                    .collect::<Vec<_>>()
-            })
-            .await
-            .unwrap_or_default();
-            for o in joined {
-                shared.with(|s| {
-                    s.series.extend(o.series);
-                    s.icmp_endpoints.extend(o.icmp_endpoints);
-                    for n in o.notes {
-                        if !s.notes.contains(&n) {
-                            s.notes.push(n);
-                        }
-                    }
-                });
-            }
-        }
+        async move { merge_icmp(threads, shared).await }
     };
     let discovery_wanted = input.etcd_identity.is_some() && !input.etcd_clients.is_empty();
     let discovered = async {
@@ -757,6 +732,55 @@ async fn api_target(
         shared.with(|o| o.skews.push((target.clone(), s)));
     }
     shared.push(&target, ProbeKind::ApiReadyz, samples);
+}
+
+/// Starts one ICMP loss stream per host, each on its own thread: their timestamps must not wait
+/// behind the TLS and gRPC work of the other probes, which all share the sampler's task.
+fn spawn_icmp(
+    clock: Clock,
+    policy: SamplingPolicy,
+    limits: &Limits,
+    hosts: BTreeMap<IpAddr, Target>,
+) -> Vec<std::thread::JoinHandle<Observations>> {
+    hosts
+        .into_iter()
+        .map(|(ip, t)| {
+            let limits = limits.clone();
+            std::thread::spawn(move || {
+                let local = Shared::default();
+                if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    rt.block_on(icmp_host(clock, &policy, &limits, ip, t, &local));
+                }
+                local.obs.into_inner().unwrap_or_else(|e| e.into_inner())
+            })
+        })
+        .collect()
+}
+
+/// Waits for the ICMP threads (off the async task) and adds what they saw.
+async fn merge_icmp(threads: Vec<std::thread::JoinHandle<Observations>>, shared: &Shared) {
+    let joined = tokio::task::spawn_blocking(move || {
+        threads
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for o in joined {
+        shared.with(|s| {
+            s.series.extend(o.series);
+            s.icmp_endpoints.extend(o.icmp_endpoints);
+            for n in o.notes {
+                if !s.notes.contains(&n) {
+                    s.notes.push(n);
+                }
+            }
+        });
+    }
 }
 
 async fn icmp_host(
