@@ -279,9 +279,19 @@ fn preflight_bad_discovery_input_exits_2_before_any_network_call() {
 
 const CERT_KEY: &str = "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c";
 
-/// 3 members, the stand-in, and kubeadm-certs under CERT_KEY. Stacked etcd with a ClusterStatus
-/// naming m1, or external etcd.
-fn env3(external: bool) -> (Env, Vec<String>) {
+/// How the cluster lays out its etcd.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Etcd {
+    /// Stacked, kubeadm < 1.22: a ClusterStatus names m1.
+    StackedClusterStatus,
+    /// Stacked, kubeadm >= 1.22: only the etcd pods' annotations name the members.
+    StackedPods,
+    External,
+}
+
+/// 3 members, the stand-in, and kubeadm-certs under CERT_KEY.
+fn env3(layout: Etcd) -> (Env, Vec<String>) {
+    let external = layout == Etcd::External;
     let lab = Lab::builder()
         .hosts(["api", "joiner", "m1", "m2", "m3"])
         .build()
@@ -300,12 +310,22 @@ fn env3(external: bool) -> (Env, Vec<String>) {
             client_cert_pem: std::fs::read_to_string(&id.cert).unwrap(),
             client_key_pem: std::fs::read_to_string(&id.key).unwrap(),
         });
-    } else {
+    } else if layout == Etcd::StackedClusterStatus {
         opts.cluster_status = vec![fixture::ApiEndpoint {
             node: "cp-1".into(),
             address: lab.host("m1").addr(),
             port: 6443,
         }];
+    } else {
+        opts.etcd_pods = ["m1", "m2", "m3"]
+            .iter()
+            .map(|m| {
+                (
+                    m.to_string(),
+                    format!("https://{}:2379", lab.host(m).addr()),
+                )
+            })
+            .collect();
     }
     let fixture = fixture::kubeadm_init(&api, opts).expect("fixture");
     let eps = etcd.client_endpoints();
@@ -338,10 +358,31 @@ fn preflight_with_join_inputs(env: &Env, key: &str) -> (i32, String, String) {
 #[test]
 fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
     let _s = serial();
-    for external in [false, true] {
-        let (env, eps) = env3(external);
+    for layout in [
+        Etcd::StackedClusterStatus,
+        Etcd::StackedPods,
+        Etcd::External,
+    ] {
+        let external = layout == Etcd::External;
+        let (env, eps) = env3(layout);
         let (code, stdout, stderr) = preflight_with_join_inputs(&env, CERT_KEY);
-        assert_eq!(code, 0, "external={external}\n{stdout}{stderr}");
+        assert_eq!(code, 0, "{layout:?}\n{stdout}{stderr}");
+        if layout == Etcd::StackedPods {
+            assert!(
+                stderr.contains("etcd endpoints from the etcd pods"),
+                "{stderr}"
+            );
+            // The pods were listed as the minted x509 user, not with the bootstrap token.
+            let lists: Vec<_> = env
+                .api
+                .requests()
+                .into_iter()
+                .filter(|r| r.path == "/api/v1/namespaces/kube-system/pods")
+                .collect();
+            assert_eq!(lists.len(), 1, "{lists:?}");
+            assert_eq!(lists[0].user.as_deref(), Some("joinguard-preflight"));
+            assert_eq!(lists[0].status, Some(200));
+        }
         let want = if external {
             "using the external etcd client certificate"
         } else {
@@ -392,7 +433,7 @@ fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
 #[test]
 fn preflight_with_a_wrong_certificate_key_says_so() {
     let _s = serial();
-    let (env, _) = env3(false);
+    let (env, _) = env3(Etcd::StackedClusterStatus);
     let wrong = "f".repeat(64);
     let (code, stdout, stderr) = preflight_with_join_inputs(&env, &wrong);
     assert_eq!(code, 2, "{stdout}{stderr}");
@@ -406,7 +447,8 @@ fn preflight_with_a_wrong_certificate_key_says_so() {
 #[test]
 fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
     let _s = serial();
-    let (env, eps) = env3(false);
+    // A cluster of the kubeadm >= 1.22 layout: no ClusterStatus, the members on the etcd pods.
+    let (env, eps) = env3(Etcd::StackedPods);
     let joinguard = env!("CARGO_BIN_EXE_joinguard");
     for version in ["v1beta4", "v1beta3"] {
         // As Cluster API writes it (plus the certificate key a control-plane join carries).

@@ -41,6 +41,9 @@ pub struct ClusterFacts {
     pub election: Option<Duration>,
     /// Legacy `ClusterStatus.apiEndpoints` advertise addresses.
     pub control_plane_addresses: Vec<String>,
+    /// Stacked etcd members' client URLs from the etcd static pods' annotations (read with a
+    /// short-lived in-memory admin certificate; see [`read_cluster`]).
+    pub etcd_pod_urls: Vec<String>,
 }
 
 impl ClusterFacts {
@@ -100,6 +103,9 @@ impl ClusterFacts {
     }
 }
 
+/// A CA certificate and its private key (PEM), both zeroized on drop.
+type CaKeyPair = (Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>);
+
 /// The etcd client material that kubeadm-certs yields.
 pub struct EtcdMaterial {
     pub ca_pem: Vec<u8>,
@@ -107,6 +113,8 @@ pub struct EtcdMaterial {
     pub key_pem: Zeroizing<Vec<u8>>,
     /// True for a certificate minted here from the etcd CA (stacked etcd).
     pub minted: bool,
+    /// The cluster CA and its key (`ca.crt`, `ca.key`), when kubeadm-certs has them.
+    cluster_ca: Option<CaKeyPair>,
 }
 
 impl std::fmt::Debug for EtcdMaterial {
@@ -178,6 +186,10 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
             )
         })
     };
+    let cluster_ca = match (entry("ca.crt")?, entry("ca.key")?) {
+        (Some(c), Some(k)) => Some((c, k)),
+        _ => None,
+    };
     if let (Some(ca), Some(cert), Some(k)) = (
         entry("external-etcd-ca.crt")?,
         entry("external-etcd.crt")?,
@@ -188,6 +200,7 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
             cert_pem: cert.to_vec(),
             key_pem: k,
             minted: false,
+            cluster_ca,
         });
     }
     let (Some(ca), Some(ca_key)) = (entry("etcd-ca.crt")?, entry("etcd-ca.key")?) else {
@@ -197,36 +210,46 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
                 .into(),
         ));
     };
-    let (cert_pem, key_pem) = mint_client(&ca, &ca_key).map_err(DiscoveryError::Failed)?;
+    let (cert_pem, key_pem) =
+        mint_client(&ca, &ca_key, "joinguard-preflight", None, MINTED_LIFETIME)
+            .map_err(DiscoveryError::Failed)?;
     Ok(EtcdMaterial {
         ca_pem: ca.to_vec(),
         cert_pem,
         key_pem,
         minted: true,
+        cluster_ca,
     })
 }
 
-/// A client certificate for etcd (clientAuth, CN `joinguard-preflight`), signed by the etcd CA,
-/// valid from 5 minutes ago for [`MINTED_LIFETIME`].
-fn mint_client(ca_pem: &[u8], ca_key_pem: &[u8]) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), String> {
+/// A client certificate (clientAuth, CN `cn`, O `org`), signed by the given CA, valid from 5
+/// minutes ago for `lifetime`.
+fn mint_client(
+    ca_pem: &[u8],
+    ca_key_pem: &[u8],
+    cn: &str,
+    org: Option<&str>,
+    lifetime: Duration,
+) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), String> {
     use rcgen::{
         CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
         KeyPair, KeyUsagePurpose,
     };
     let ca_key_text = Zeroizing::new(
-        String::from_utf8(ca_key_pem.to_vec()).map_err(|_| "the etcd CA key is not PEM text")?,
+        String::from_utf8(ca_key_pem.to_vec()).map_err(|_| "the CA key is not PEM text")?,
     );
-    let ca_key = KeyPair::from_pem(&ca_key_text)
-        .map_err(|e| format!("the etcd CA key is not usable ({e})"))?;
-    let ca_text = String::from_utf8(ca_pem.to_vec()).map_err(|_| "the etcd CA is not PEM text")?;
+    let ca_key =
+        KeyPair::from_pem(&ca_key_text).map_err(|e| format!("the CA key is not usable ({e})"))?;
+    let ca_text = String::from_utf8(ca_pem.to_vec()).map_err(|_| "the CA is not PEM text")?;
     let issuer = Issuer::from_ca_cert_pem(&ca_text, ca_key)
-        .map_err(|e| format!("the etcd CA certificate is not usable ({e})"))?;
+        .map_err(|e| format!("the CA certificate is not usable ({e})"))?;
     let key = KeyPair::generate().map_err(|e| format!("generating a client key: {e}"))?;
     let mut params = CertificateParams::default();
     params.distinguished_name = DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "joinguard-preflight");
+    params.distinguished_name.push(DnType::CommonName, cn);
+    if let Some(o) = org {
+        params.distinguished_name.push(DnType::OrganizationName, o);
+    }
     params.is_ca = IsCa::ExplicitNoCa;
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
@@ -235,7 +258,7 @@ fn mint_client(ca_pem: &[u8], ca_key_pem: &[u8]) -> Result<(Vec<u8>, Zeroizing<V
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let now = SystemTime::now();
     params.not_before = (now - Duration::from_secs(300)).into();
-    params.not_after = (now + MINTED_LIFETIME).into();
+    params.not_after = (now + lifetime).into();
     let cert = params
         .signed_by(&key, &issuer)
         .map_err(|e| format!("signing the client certificate: {e}"))?;
@@ -245,20 +268,33 @@ fn mint_client(ca_pem: &[u8], ca_key_pem: &[u8]) -> Result<(Vec<u8>, Zeroizing<V
     ))
 }
 
+/// Lifetime of the admin certificate minted to list the etcd pods: one request.
+pub const ADMIN_LIFETIME: Duration = Duration::from_secs(300);
+/// kubeadm's etcd static pods (`etcdutil.NewFromCluster`).
+pub const ETCD_PODS: &str =
+    "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Detcd%2Ctier%3Dcontrol-plane";
+/// The annotation with a stacked member's client URL.
+pub const ETCD_URL_ANNOTATION: &str = "kubeadm.kubernetes.io/etcd.advertise-client-urls";
+
 /// Reads kubeadm-config (and, with a certificate key, kubeadm-certs) with the bootstrap token,
-/// on `policy`.
+/// on `policy`. For stacked etcd in a cluster without a ClusterStatus, the member URLs are on the
+/// etcd pods, which a bootstrap token may not list: with the cluster CA from kubeadm-certs it
+/// mints an in-memory admin certificate (CN `joinguard-preflight`, O `system:masters`, valid
+/// 5 minutes) for that one list, as the join itself would with the same key material.
 pub async fn read_cluster(
     client: &ApiClient,
+    admin: impl FnOnce(&[u8], Zeroizing<Vec<u8>>) -> Result<ApiClient, String>,
     policy: &RetryPolicy,
     recorder: &Recorder,
     certificate_key: Option<&[u8; 32]>,
 ) -> Result<(ClusterFacts, Option<EtcdMaterial>), DiscoveryError> {
     let wake = client.socket_addr().map(WakeOnConnect::new);
-    let get = |op: &'static str, path: &'static str| {
+    let get = |c: &ApiClient, op: &'static str, path: &'static str| {
         let wake = wake.clone();
+        let c = c.clone();
         async move {
             retry::run(policy, op, recorder, wake.as_ref(), |ctx| {
-                client.get(path, ctx.timeout)
+                c.get(path, ctx.timeout)
             })
             .await
             .map_err(|e| {
@@ -270,9 +306,9 @@ pub async fn read_cluster(
                     DiscoveryError::Trust(e.to_string())
                 } else if status == Some(401) {
                     DiscoveryError::Input(format!(
-                        "{e}: the API server rejected the bootstrap token: it has expired or \
-                         was deleted. Create a new one with `kubeadm token create` on a \
-                         control-plane node"
+                        "{e}: the API server rejected the bootstrap token: it has expired \
+                             or was deleted. Create a new one with `kubeadm token create` on a \
+                             control-plane node"
                     ))
                 } else {
                     DiscoveryError::Failed(e.to_string())
@@ -280,16 +316,36 @@ pub async fn read_cluster(
             })
         }
     };
-    let cm = get("kube-system/kubeadm-config get", KUBEADM_CONFIG).await?;
-    let facts = ClusterFacts::from_config_map(&cm).map_err(DiscoveryError::Failed)?;
-    let material = match certificate_key {
-        None => None,
-        Some(k) => {
-            let secret = get("kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
-            Some(etcd_material(&secret, k)?)
-        }
+    let cm = get(client, "kube-system/kubeadm-config get", KUBEADM_CONFIG).await?;
+    let mut facts = ClusterFacts::from_config_map(&cm).map_err(DiscoveryError::Failed)?;
+    let Some(k) = certificate_key else {
+        return Ok((facts, None));
     };
-    Ok((facts, material))
+    let secret = get(client, "kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
+    let material = etcd_material(&secret, k)?;
+    let stacked_unknown =
+        facts.external_etcd.is_empty() && facts.control_plane_addresses.is_empty();
+    if let (true, Some((ca, ca_key))) = (stacked_unknown, &material.cluster_ca) {
+        let (cert, key) = mint_client(
+            ca,
+            ca_key,
+            "joinguard-preflight",
+            Some("system:masters"),
+            ADMIN_LIFETIME,
+        )
+        .map_err(DiscoveryError::Failed)?;
+        let admin_client = admin(&cert, key).map_err(DiscoveryError::Failed)?;
+        let pods = get(&admin_client, "kube-system/pods list (etcd)", ETCD_PODS).await?;
+        facts.etcd_pod_urls = pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["metadata"]["annotations"][ETCD_URL_ANNOTATION].as_str())
+            .filter_map(|urls| urls.split(',').map(str::trim).find(|u| !u.is_empty()))
+            .map(str::to_string)
+            .collect();
+    }
+    Ok((facts, Some(material)))
 }
 
 #[cfg(test)]

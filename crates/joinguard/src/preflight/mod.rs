@@ -281,9 +281,26 @@ impl DiscoveryInput {
         )
         .map_err(DiscoveryError::Failed)?;
         let read = RetryPolicy::read().with_deadline(deadline);
-        let (facts, etcd) =
-            cluster::read_cluster(&client, &read, &recorder, self.certificate_key.as_deref())
-                .await?;
+        let server = format!("https://{}", self.endpoint);
+        let admin = |cert: &[u8], key: zeroize::Zeroizing<Vec<u8>>| {
+            let src = std::path::Path::new("minted admin certificate");
+            let id = ClientIdentity::from_pem_for(
+                (TlsFlag::Kubeconfig, src, cert.to_vec()),
+                (TlsFlag::Kubeconfig, src, key),
+            )
+            .map_err(|e| e.to_string())?;
+            let tls =
+                TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1]).map_err(|e| e.to_string())?;
+            ApiClient::with_tls(&server, tls, None)
+        };
+        let (facts, etcd) = cluster::read_cluster(
+            &client,
+            admin,
+            &read,
+            &recorder,
+            self.certificate_key.as_deref(),
+        )
+        .await?;
         if let Some(m) = &etcd {
             output::say(if m.minted {
                 "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client certificate \
@@ -309,6 +326,8 @@ impl Discovered {
         if input.etcd_clients.is_empty() {
             let candidates: Vec<String> = if !self.facts.external_etcd.is_empty() {
                 self.facts.external_etcd.clone()
+            } else if !self.facts.etcd_pod_urls.is_empty() {
+                self.facts.etcd_pod_urls.clone()
             } else {
                 self.facts
                     .control_plane_addresses
@@ -330,15 +349,20 @@ impl Discovered {
                 }
             }
             if !candidates.is_empty() {
+                let source = if self.facts.etcd_pod_urls.is_empty() {
+                    "kubeadm-config"
+                } else {
+                    "the etcd pods"
+                };
                 output::say(&format!(
-                    "[preflight] etcd endpoints from kubeadm-config: {}",
+                    "[preflight] etcd endpoints from {source}: {}",
                     candidates.join(",")
                 ));
             } else if self.etcd.is_some() {
                 output::say(
-                    "[preflight] kubeadm-config names no etcd endpoint (stacked etcd is found \
-                     through the etcd pods, which a bootstrap token may not list): give \
-                     --etcd-endpoints for one or more members; the others come from MemberList",
+                    "[preflight] found no etcd endpoint (no external etcd, no ClusterStatus, no \
+                     annotated etcd pod): give --etcd-endpoints for one or more members; the \
+                     others come from MemberList",
                 );
             }
         }

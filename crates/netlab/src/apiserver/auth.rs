@@ -61,6 +61,24 @@ pub(crate) enum AuthnError {
     Store(StoreError),
 }
 
+/// The user a verified client certificate names: CN is the user, each O a group, plus
+/// `system:authenticated` (kube-apiserver's `x509.CommonNameUserConversion`).
+pub(crate) fn user_of_certificate(der: &[u8]) -> Option<UserInfo> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())?
+        .to_string();
+    let mut groups: Vec<String> = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_string))
+        .collect();
+    groups.push(AUTHENTICATED.into());
+    Some(UserInfo { name, groups })
+}
+
 /// Authenticates from the `Authorization` header value.
 pub(crate) async fn authenticate(
     store: &Store,

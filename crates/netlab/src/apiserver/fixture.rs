@@ -100,6 +100,10 @@ pub struct FixtureOptions<'a> {
     pub control_plane_endpoint: Option<String>,
     /// Write a legacy `ClusterStatus` key (kubeadm < 1.22) with these endpoints, if any.
     pub cluster_status: Vec<ApiEndpoint>,
+    /// Stacked etcd's static pod mirrors, `(node name, client URL)`: Pods `etcd-<node>` in
+    /// kube-system with kubeadm's labels and `kubeadm.kubernetes.io/etcd.advertise-client-urls`
+    /// annotation (kubeadm >= 1.18 finds the members through them).
+    pub etcd_pods: Vec<(String, String)>,
     /// The ClusterConfiguration API version.
     pub api_version: KubeadmApiVersion,
     /// `kubernetesVersion`.
@@ -132,6 +136,7 @@ impl<'a> FixtureOptions<'a> {
             etcd_extra_args: Vec::new(),
             control_plane_endpoint: None,
             cluster_status: Vec::new(),
+            etcd_pods: Vec::new(),
             api_version: KubeadmApiVersion::default(),
             kubernetes_version: "v1.32.0".into(),
         }
@@ -234,6 +239,17 @@ pub fn kubeadm_init(api: &ApiServer, opts: FixtureOptions<'_>) -> Result<Fixture
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": "kubeadm-certs", "namespace": "kube-system"},
             "data": data,
+        }))?;
+    }
+    for (node, url) in &opts.etcd_pods {
+        api.upsert(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": format!("etcd-{node}"), "namespace": "kube-system",
+                "labels": {"component": "etcd", "tier": "control-plane"},
+                "annotations": {"kubeadm.kubernetes.io/etcd.advertise-client-urls": url},
+            },
+            "spec": {"nodeName": node, "containers": [{"name": "etcd", "image": "registry.k8s.io/etcd:3.5.16-0"}]},
         }))?;
     }
     for obj in rbac() {

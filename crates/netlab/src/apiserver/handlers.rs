@@ -82,6 +82,17 @@ const RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         group: "",
         version: "v1",
+        resource: "pods",
+        singular: "pod",
+        kind: "Pod",
+        namespaced: true,
+        etcd: "pods",
+        short_names: &["po"],
+        names: NameRule::Subdomain,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
         resource: "secrets",
         singular: "secret",
         kind: "Secret",
@@ -570,14 +581,22 @@ fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
 }
 
 /// Authenticates, authorizes and serves one request. Returns the response and the user name.
-pub(crate) async fn dispatch(shared: &Shared, req: Request<Incoming>) -> (Resp, Option<String>) {
+pub(crate) async fn dispatch(
+    shared: &Shared,
+    cert_user: Option<UserInfo>,
+    req: Request<Incoming>,
+) -> (Resp, Option<String>) {
     let header = req
         .headers()
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let user = match auth::authenticate(&shared.store, &shared.admin_token, header.as_deref()).await
-    {
+    // kube-apiserver's union authenticator tries x509 before bearer tokens.
+    let authenticated = match cert_user {
+        Some(u) => Ok(u),
+        None => auth::authenticate(&shared.store, &shared.admin_token, header.as_deref()).await,
+    };
+    let user = match authenticated {
         Ok(u) => u,
         Err(AuthnError::Invalid(reason)) => {
             debug!(%reason, "API server stand-in: bearer token rejected");

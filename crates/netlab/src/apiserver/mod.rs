@@ -4,8 +4,9 @@
 //! Kubernetes API that `kubeadm join` (and joinguard) talk to, as faithfully as it can: HTTPS with a
 //! serving certificate from a cluster CA, objects stored as JSON in the real etcd under
 //! `/registry/...` with `resourceVersion` taken from the etcd mod revision (so optimistic
-//! concurrency gives real 409s), bearer-token authentication (an admin token and bootstrap tokens
-//! read from `bootstrap-token-<id>` Secrets), RBAC evaluated from the stored Roles and Bindings,
+//! concurrency gives real 409s), x509 client-certificate authentication against the cluster CA,
+//! bearer-token authentication (an admin token and bootstrap tokens read from
+//! `bootstrap-token-<id>` Secrets), RBAC evaluated from the stored Roles and Bindings,
 //! real `Status` error bodies, discovery good enough for the real `kubectl`, and programmable
 //! faults ([`faults`]). [`fixture::kubeadm_init`] writes what `kubeadm init` leaves behind.
 //!
@@ -246,7 +247,7 @@ impl ApiServer {
                 ],
             ))
             .map_err(|e| Error::Tls(e.to_string()))?;
-        let tls = tls_config(&serving.cert_pem, &serving.key_pem)?;
+        let tls = tls_config(&serving.cert_pem, &serving.key_pem, ca.cert_pem())?;
         let admin_token = opts
             .admin_token
             .unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()));
@@ -508,7 +509,14 @@ fn futures_block_on<T: Send>(
     }
 }
 
-fn tls_config(cert_pem: &str, key_pem: &str) -> Result<Arc<rustls::ServerConfig>, Error> {
+/// The serving configuration: the serving certificate, and client certificates verified against
+/// the cluster CA but not required (kube-apiserver's `--client-ca-file`: a request without one
+/// goes on to the token authenticators).
+fn tls_config(
+    cert_pem: &str,
+    key_pem: &str,
+    client_ca_pem: &str,
+) -> Result<Arc<rustls::ServerConfig>, Error> {
     let certs = rustls_pemfile::certs(&mut cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Tls(format!("serving certificate: {e}")))?;
@@ -516,10 +524,24 @@ fn tls_config(cert_pem: &str, key_pem: &str) -> Result<Arc<rustls::ServerConfig>
         .map_err(|e| Error::Tls(format!("serving key: {e}")))?
         .ok_or_else(|| Error::Tls("serving key: no key in PEM".into()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut client_ca_pem.as_bytes()) {
+        let c = c.map_err(|e| Error::Tls(format!("client CA: {e}")))?;
+        roots
+            .add(c)
+            .map_err(|e| Error::Tls(format!("client CA: {e}")))?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .map_err(|e| Error::Tls(format!("client verifier: {e}")))?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Tls(e.to_string()))?
-        .with_no_client_auth()
+        .with_client_cert_verifier(verifier)
         .with_single_cert(certs, key)
         .map_err(|e| Error::Tls(e.to_string()))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -654,11 +676,22 @@ async fn serve_connection(
             return;
         }
     };
+    // x509 authentication: a verified client certificate names the user (CN) and its groups
+    // (O), as kube-apiserver's x509 authenticator does.
+    let cert_user = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .and_then(|c| auth::user_of_certificate(c.as_ref()));
     let svc_reset = reset.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let shared = shared.clone();
         let reset = svc_reset.clone();
-        async move { Ok::<Response<Full<Bytes>>, Infallible>(handle(shared, reset, req).await) }
+        let cert_user = cert_user.clone();
+        async move {
+            Ok::<Response<Full<Bytes>>, Infallible>(handle(shared, reset, cert_user, req).await)
+        }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder
@@ -690,6 +723,7 @@ async fn serve_connection(
 async fn handle(
     shared: Arc<Shared>,
     reset: Arc<ConnReset>,
+    cert_user: Option<UserInfo>,
     req: Request<Incoming>,
 ) -> Response<Full<Bytes>> {
     let at = Instant::now();
@@ -736,7 +770,7 @@ async fn handle(
             }
         }
     }
-    let (resp, user) = handlers::dispatch(&shared, req).await;
+    let (resp, user) = handlers::dispatch(&shared, cert_user, req).await;
     debug!(%method, %target, user = user.as_deref().unwrap_or("-"), status = resp.status().as_u16(), elapsed = ?at.elapsed(), "API server stand-in: request");
     shared.record(record(user, Some(resp.status().as_u16())));
     resp

@@ -390,6 +390,12 @@ fn start_api(
     let mut opts = fixture::FixtureOptions::new(API_TOKEN, etcd.ca());
     // kubeadm-certs, as `kubeadm init --upload-certs` leaves it, under a fresh key.
     let key: [u8; 32] = rand::random();
+    opts.etcd_pods = lab
+        .hosts()
+        .iter()
+        .filter(|h| h.name().starts_with('m'))
+        .map(|h| (h.name().to_string(), format!("https://{}:2379", h.addr())))
+        .collect();
     opts.certificate_key = Some(key.iter().map(|b| format!("{b:02x}")).collect());
     if cluster_status {
         opts.cluster_status = vec![fixture::ApiEndpoint {
