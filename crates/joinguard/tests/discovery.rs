@@ -345,7 +345,7 @@ fn preflight_with_join_inputs(env: &Env, key: &str) -> (i32, String, String) {
     let mut cmd = env.lab.host("joiner").command(joinguard);
     cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
         .args(["--discovery-token-ca-cert-hash", &env.fixture.ca_pin])
-        .args(["--certificate-key", key, "-vv"]);
+        .args(["--certificate-key", key, "-vvv"]);
     let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
         .expect("joinguard ran");
     (
@@ -551,4 +551,45 @@ fn preflight_with_an_expired_bootstrap_token_names_the_cause() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("has expired or was deleted"), "{stderr}");
     assert!(!stderr.contains(SECRET));
+}
+
+#[test]
+fn a_relaying_mitm_with_another_ca_is_a_trust_failure_at_the_verified_fetch() {
+    let _s = serial();
+    let lab = Lab::builder()
+        .hosts(["api", "m1", "joiner", "mitm"])
+        .build()
+        .expect("lab");
+    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
+    etcd.wait_healthy(std::time::Duration::from_secs(30))
+        .expect("etcd");
+    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
+    let f = fixture::kubeadm_init(&api, FixtureOptions::new(TOKEN, etcd.ca())).expect("fixture");
+    // The attacker serves the real, public, signed cluster-info (it reads the same store), but
+    // under its own CA: the JWS and the pin both verify, only the verified re-fetch can tell.
+    let mitm_opts = ApiServerOptions {
+        ca: Some(netlab::pki::TestCa::new("attacker").unwrap()),
+        ..ApiServerOptions::default()
+    };
+    let mitm = ApiServer::start(lab.host("mitm"), &etcd, mitm_opts).expect("mitm");
+    let mut cmd = lab.host("joiner").command(env!("CARGO_BIN_EXE_joinguard"));
+    cmd.args(["preflight", &mitm.addr().to_string(), "--token", TOKEN])
+        .args(["--discovery-token-ca-cert-hash", &f.ca_pin]);
+    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("trust failure") && stderr.contains("cluster-info get (verified)"),
+        "{stderr}"
+    );
+    let seen: Vec<_> = mitm.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        seen,
+        [discovery::CLUSTER_INFO],
+        "only the unverified fetch reached the MITM; nothing after the failure"
+    );
+    assert!(
+        api.requests().is_empty(),
+        "the real server was never contacted"
+    );
 }
