@@ -650,3 +650,46 @@ fn update_status_bad_input_exits_2_naming_the_flag() {
         "--config and --node-name conflict"
     );
 }
+
+#[test]
+fn update_status_works_with_an_admin_conf_style_client_certificate() {
+    let _s = serial();
+    let env = env(1, Layout::ClusterStatus);
+    // kubeadm's admin.conf: an embedded client certificate for kubernetes-admin, O=system:masters.
+    let id = env
+        .api
+        .ca()
+        .issue(&netlab::pki::CertSpec::client(
+            "kubernetes-admin",
+            Some("system:masters"),
+        ))
+        .expect("client certificate");
+    let token_conf = env.api.kubeconfig(Some(env.api.admin_token()));
+    let cert_conf = token_conf.replace(
+        &format!("    token: {}\n", env.api.admin_token()),
+        &format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            base64_of(&id.cert_pem),
+            base64_of(&id.key_pem)
+        ),
+    );
+    assert_ne!(cert_conf, token_conf, "the token line was replaced");
+    let path = env.lab.dir().join("admin-cert.conf");
+    std::fs::write(&path, cert_conf).unwrap();
+    env.api.clear_requests();
+    let mut cmd = env.command(&path, "cp-2", &[]);
+    let t = Instant::now();
+    let run = Run::of(output_within(&mut cmd, CMD_TIMEOUT).unwrap(), t.elapsed());
+    assert_eq!(run.code, 0, "{run}");
+    let users: Vec<Option<String>> = env.api.requests().into_iter().map(|r| r.user).collect();
+    assert!(
+        !users.is_empty()
+            && users
+                .iter()
+                .all(|u| u.as_deref() == Some("kubernetes-admin")),
+        "every call authenticated by the certificate: {users:?}"
+    );
+    assert!(env
+        .api_endpoints()
+        .contains_key(serde_yaml::Value::from("cp-2")));
+}
