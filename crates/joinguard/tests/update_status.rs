@@ -127,29 +127,8 @@ impl Env {
         Run::of(out, t.elapsed())
     }
 
-    /// Reads an object with the real kubectl in the joiner.
-    fn kubectl_json(&self, args: &[&str]) -> Value {
-        let home = self.lab.dir().join("home");
-        std::fs::create_dir_all(&home).expect("home");
-        let mut cmd = self.joiner().command("kubectl");
-        cmd.env("HOME", &home)
-            .arg("--kubeconfig")
-            .arg(&self.admin)
-            .arg("--cache-dir")
-            .arg(home.join("cache"))
-            .arg("--request-timeout=20s")
-            .args(args)
-            .args(["-o", "json"]);
-        let out = output_within(&mut cmd, Duration::from_secs(30)).expect("kubectl ran");
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("kubectl printed JSON")
-    }
-
-    fn kubectl(&self, args: &[&str]) {
+    /// Runs the real kubectl in the joiner with the admin kubeconfig; panics unless it succeeds.
+    fn kubectl_output(&self, args: &[&str]) -> Output {
         let home = self.lab.dir().join("home");
         std::fs::create_dir_all(&home).expect("home");
         let mut cmd = self.joiner().command("kubectl");
@@ -166,6 +145,17 @@ impl Env {
             "kubectl {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        out
+    }
+
+    /// Reads an object with the real kubectl in the joiner.
+    fn kubectl_json(&self, args: &[&str]) -> Value {
+        let args: Vec<&str> = args.iter().copied().chain(["-o", "json"]).collect();
+        serde_json::from_slice(&self.kubectl_output(&args).stdout).expect("kubectl printed JSON")
+    }
+
+    fn kubectl(&self, args: &[&str]) {
+        self.kubectl_output(args);
     }
 
     /// The ClusterStatus apiEndpoints, as kubectl reads them.

@@ -297,23 +297,7 @@ pub async fn read_cluster(
                 c.get(path, ctx.timeout)
             })
             .await
-            .map_err(|e| {
-                let status = e.last.error().and_then(|x| match x {
-                    crate::retry::ApiCallError::Status(s) => Some(s.status),
-                    crate::retry::ApiCallError::Transport(_) => None,
-                });
-                if e.is_trust() {
-                    DiscoveryError::Trust(e.to_string())
-                } else if status == Some(401) {
-                    DiscoveryError::Input(format!(
-                        "{e}: the API server rejected the bootstrap token: it has expired \
-                             or was deleted. Create a new one with `kubeadm token create` on a \
-                             control-plane node"
-                    ))
-                } else {
-                    DiscoveryError::Failed(e.to_string())
-                }
-            })
+            .map_err(DiscoveryError::from_retry)
         }
     };
     let cm = get(client, "kube-system/kubeadm-config get", KUBEADM_CONFIG).await?;

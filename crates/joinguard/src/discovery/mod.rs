@@ -134,6 +134,25 @@ impl DiscoveryError {
     pub fn is_trust(&self) -> bool {
         matches!(self, DiscoveryError::Trust(_))
     }
+
+    /// What a failed call of discovery means: trust stays trust, a 401 is the bootstrap token
+    /// (expired or deleted), anything else a failure to reach or read the cluster.
+    pub fn from_retry(e: RetryError<ApiCallError>) -> DiscoveryError {
+        let status = e.last.error().and_then(|x| match x {
+            ApiCallError::Status(s) => Some(s.status),
+            ApiCallError::Transport(_) => None,
+        });
+        if e.is_trust() {
+            DiscoveryError::Trust(e.to_string())
+        } else if status == Some(401) {
+            DiscoveryError::Input(format!(
+                "{e}: the API server rejected the bootstrap token: it has expired or was \
+                 deleted. Create a new one with `kubeadm token create` on a control-plane node"
+            ))
+        } else {
+            DiscoveryError::Failed(e.to_string())
+        }
+    }
 }
 
 /// Runs the whole chain against `endpoint` (`host:port`, as `kubeadm join` takes it).
@@ -249,13 +268,7 @@ async fn fetch(
         client.get(CLUSTER_INFO, ctx.timeout)
     })
     .await
-    .map_err(|e: RetryError<ApiCallError>| {
-        if e.is_trust() {
-            DiscoveryError::Trust(e.to_string())
-        } else {
-            DiscoveryError::Failed(e.to_string())
-        }
-    })
+    .map_err(DiscoveryError::from_retry)
 }
 
 /// Verifies a compact detached JWS (`<header>..<signature>`, HS256) over `content`: the header
