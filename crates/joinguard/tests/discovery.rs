@@ -593,3 +593,79 @@ fn a_relaying_mitm_with_another_ca_is_a_trust_failure_at_the_verified_fetch() {
         "the real server was never contacted"
     );
 }
+
+/// Cluster API and kubeadm's manual certificate distribution: no certificate key, the CAs are on
+/// disk before the join. `--cert-dir` gives the same mTLS coverage without reading kubeadm-certs.
+#[test]
+fn etcd_preflight_with_a_kubeadm_cert_dir_needs_no_certificate_key() {
+    let _s = serial();
+    let (env, eps) = env3(Etcd::StackedPods);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("etcd")).unwrap();
+    let api_ca = env.api.ca();
+    let etcd_ca = env._etcd.ca();
+    for (rel, body) in [
+        ("ca.crt", api_ca.cert_pem().to_string()),
+        ("ca.key", api_ca.key_pem()),
+        ("etcd/ca.crt", etcd_ca.cert_pem().to_string()),
+        ("etcd/ca.key", etcd_ca.key_pem()),
+    ] {
+        std::fs::write(dir.path().join(rel), body).unwrap();
+    }
+    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    let run = |cert_dir: &std::path::Path| {
+        let mut cmd = env.lab.host("joiner").command(joinguard);
+        cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
+            .args(["--discovery-token-ca-cert-hash", &env.fixture.ca_pin])
+            .arg("--cert-dir")
+            .arg(cert_dir)
+            .arg("-vvv");
+        let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
+            .expect("joinguard ran");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(dir.path());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("minted an in-memory etcd client certificate from the etcd CA"),
+        "{stderr}"
+    );
+    for ep in &eps {
+        let host = ep.trim_start_matches("https://");
+        assert!(stdout.contains(&format!("{host}  etcd-status")), "{stdout}");
+        let peer = host.replace(":2379", ":2380");
+        assert!(
+            stdout.contains(&format!("{peer}  etcd-peer-probe")),
+            "{stdout}"
+        );
+    }
+    let reqs = env.api.requests();
+    assert!(
+        !reqs.iter().any(|r| r.path.contains("kubeadm-certs")),
+        "kubeadm-certs is not read with --cert-dir: {reqs:?}"
+    );
+    let lists: Vec<_> = reqs
+        .iter()
+        .filter(|r| r.path == "/api/v1/namespaces/kube-system/pods")
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:?}");
+    assert_eq!(lists[0].user.as_deref(), Some("joinguard-preflight"));
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains("PRIVATE KEY"), "key material leaked");
+    }
+
+    // A directory without the etcd CA: exit 2 before any network call, naming the file.
+    let before = env.api.requests().len();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run(empty.path());
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--cert-dir") && stderr.contains("etcd/ca.crt"),
+        "{stderr}"
+    );
+    assert_eq!(env.api.requests().len(), before, "no request was made");
+}

@@ -106,8 +106,11 @@ impl ClusterFacts {
 /// A CA certificate and its private key (PEM), both zeroized on drop.
 type CaKeyPair = (Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>);
 
-/// The etcd client material that kubeadm-certs yields.
+/// The etcd client material that kubeadm-certs (or a kubeadm certificates directory) yields.
+#[derive(Clone)]
 pub struct EtcdMaterial {
+    /// Where it came from, for the report: `kubeadm-certs` or the directory.
+    pub source: String,
     pub ca_pem: Vec<u8>,
     pub cert_pem: Vec<u8>,
     pub key_pem: Zeroizing<Vec<u8>>,
@@ -196,6 +199,7 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
         entry("external-etcd.key")?,
     ) {
         return Ok(EtcdMaterial {
+            source: "kubeadm-certs".into(),
             ca_pem: ca.to_vec(),
             cert_pem: cert.to_vec(),
             key_pem: k,
@@ -214,12 +218,60 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
         mint_client(&ca, &ca_key, "joinguard-preflight", None, MINTED_LIFETIME)
             .map_err(DiscoveryError::Failed)?;
     Ok(EtcdMaterial {
+        source: "kubeadm-certs".into(),
         ca_pem: ca.to_vec(),
         cert_pem,
         key_pem,
         minted: true,
         cluster_ca,
     })
+}
+
+/// Builds the etcd client identity from a kubeadm certificates directory, as kubeadm's manual
+/// certificate distribution (and Cluster API's bootstrap) leaves it on a joining control-plane
+/// node: `etcd/ca.crt` + `etcd/ca.key` are required (stacked etcd), `ca.crt` + `ca.key` are used
+/// when present. Reads files only; errors name the file and never print key material.
+pub fn etcd_material_from_dir(dir: &std::path::Path) -> Result<EtcdMaterial, String> {
+    let read = |rel: &str, required: bool| -> Result<Option<Zeroizing<Vec<u8>>>, String> {
+        let path = dir.join(rel);
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(Zeroizing::new(b))),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!(
+                "{}: {e} (kubeadm places the etcd CA there for a control-plane join without \
+                 --certificate-key; for external etcd give --etcd-cacert, --etcd-cert and \
+                 --etcd-key instead)",
+                path.display()
+            )),
+        }
+    };
+    let (Some(ca), Some(ca_key)) = (read("etcd/ca.crt", true)?, read("etcd/ca.key", true)?) else {
+        unreachable!("required files are Some or an error");
+    };
+    let cluster_ca = match (read("ca.crt", false)?, read("ca.key", false)?) {
+        (Some(c), Some(k)) => Some((c, k)),
+        _ => None,
+    };
+    let (cert_pem, key_pem) =
+        mint_client(&ca, &ca_key, "joinguard-preflight", None, MINTED_LIFETIME)
+            .map_err(|e| format!("{}: {e}", dir.join("etcd/ca.{crt,key}").display()))?;
+    Ok(EtcdMaterial {
+        source: dir.display().to_string(),
+        ca_pem: ca.to_vec(),
+        cert_pem,
+        key_pem,
+        minted: true,
+        cluster_ca,
+    })
+}
+
+/// Where the etcd identity comes from after token discovery.
+#[derive(Debug)]
+pub enum CertSource<'a> {
+    /// `--certificate-key`: read and decrypt the kubeadm-certs Secret.
+    KubeadmCerts(&'a [u8; 32]),
+    /// `--cert-dir`: already read from disk.
+    Files(EtcdMaterial),
 }
 
 /// A client certificate (clientAuth, CN `cn`, O `org`), signed by the given CA, valid from 5
@@ -286,7 +338,7 @@ pub async fn read_cluster(
     admin: impl FnOnce(&[u8], Zeroizing<Vec<u8>>) -> Result<ApiClient, String>,
     policy: &RetryPolicy,
     recorder: &Recorder,
-    certificate_key: Option<&[u8; 32]>,
+    certs: Option<CertSource<'_>>,
 ) -> Result<(ClusterFacts, Option<EtcdMaterial>), DiscoveryError> {
     let wake = client.socket_addr().map(WakeOnConnect::new);
     let get = |c: &ApiClient, op: &'static str, path: &'static str| {
@@ -302,11 +354,14 @@ pub async fn read_cluster(
     };
     let cm = get(client, "kube-system/kubeadm-config get", KUBEADM_CONFIG).await?;
     let mut facts = ClusterFacts::from_config_map(&cm).map_err(DiscoveryError::Failed)?;
-    let Some(k) = certificate_key else {
-        return Ok((facts, None));
+    let material = match certs {
+        None => return Ok((facts, None)),
+        Some(CertSource::Files(m)) => m,
+        Some(CertSource::KubeadmCerts(k)) => {
+            let secret = get(client, "kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
+            etcd_material(&secret, k)?
+        }
     };
-    let secret = get(client, "kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
-    let material = etcd_material(&secret, k)?;
     let stacked_unknown =
         facts.external_etcd.is_empty() && facts.control_plane_addresses.is_empty();
     if let (true, Some((ca, ca_key))) = (stacked_unknown, &material.cluster_ca) {

@@ -138,7 +138,7 @@ fn merge_join_config(a: &mut PreflightArgs) -> Result<Option<CaBundle>, String> 
         a.discovery_token_ca_cert_hash = c.ca_cert_hashes.clone();
         a.discovery_token_unsafe_skip_ca_verification = c.unsafe_skip_ca_verification;
     }
-    if a.certificate_key.is_none() && a.etcd_cert.is_none() {
+    if a.certificate_key.is_none() && a.etcd_cert.is_none() && a.cert_dir.is_none() {
         a.certificate_key = c.certificate_key.clone();
     }
     if a.node_name.is_none() {
@@ -169,6 +169,8 @@ struct DiscoveryInput {
     token: BootstrapToken,
     trust: CaTrust,
     certificate_key: Option<zeroize::Zeroizing<[u8; 32]>>,
+    /// The etcd identity built from `--cert-dir`, read before any network call.
+    cert_dir: Option<EtcdMaterial>,
 }
 
 /// What discovery adds to the flags.
@@ -183,6 +185,8 @@ impl DiscoveryInput {
         let Some(token) = &a.token else {
             let orphan = if a.certificate_key.is_some() {
                 Some("--certificate-key")
+            } else if a.cert_dir.is_some() {
+                Some("--cert-dir")
             } else if !a.discovery_token_ca_cert_hash.is_empty() {
                 Some("--discovery-token-ca-cert-hash")
             } else if a.discovery_token_unsafe_skip_ca_verification {
@@ -234,11 +238,18 @@ impl DiscoveryInput {
             .map(cluster::parse_certificate_key)
             .transpose()
             .map_err(|e| format!("--certificate-key: {e}"))?;
+        let cert_dir = a
+            .cert_dir
+            .as_deref()
+            .map(cluster::etcd_material_from_dir)
+            .transpose()
+            .map_err(|e| format!("--cert-dir: {e}"))?;
         Ok(Some(DiscoveryInput {
             endpoint,
             token,
             trust,
             certificate_key,
+            cert_dir,
         }))
     }
 
@@ -298,10 +309,20 @@ impl DiscoveryInput {
             admin,
             &read,
             &recorder,
-            self.certificate_key.as_deref(),
+            match (&self.certificate_key, &self.cert_dir) {
+                (Some(k), _) => Some(cluster::CertSource::KubeadmCerts(k)),
+                (None, Some(m)) => Some(cluster::CertSource::Files(m.clone())),
+                (None, None) => None,
+            },
         )
         .await?;
-        if let Some(m) = &etcd {
+        if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
+            output::say(&format!(
+                "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
+                 (valid 1h)",
+                m.source
+            ));
+        } else if let Some(m) = &etcd {
             output::say(if m.minted {
                 "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client certificate \
                  from the etcd CA (valid 1h)"
