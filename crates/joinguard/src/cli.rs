@@ -43,9 +43,61 @@ pub enum Command {
     Trace(Unbuilt),
     /// Run the preflight probes continuously and serve Prometheus metrics (not built yet).
     Monitor(Unbuilt),
-    /// Print build information.
-    Version,
+    /// Print build information (version, commit, target, rustc, static or dynamic).
+    Version(VersionArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = COMPLETION_EXAMPLES)]
+    Completion(CompletionArgs),
+    /// Print the man page of joinguard or of one of its commands (roff, for `man -l -`).
+    #[command(after_long_help = MAN_EXAMPLES)]
+    Man(ManArgs),
 }
+
+/// `joinguard version`.
+#[derive(Args, Debug)]
+pub struct VersionArgs {
+    /// Output format: one line, or JSON with `schemaVersion` (like `kubectl version -o json`).
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// `joinguard completion SHELL`.
+#[derive(Args, Debug)]
+pub struct CompletionArgs {
+    /// The shell to generate for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `joinguard man [COMMAND]`.
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The command whose page to print (default: the top-level page, joinguard(1)).
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+
+    /// Write every page (joinguard.1, joinguard-preflight.1, ...) into this directory instead.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out_dir: Option<PathBuf>,
+}
+
+const COMPLETION_EXAMPLES: &str = "\
+Examples:
+  # bash, for the current shell and for every new one:
+  source <(joinguard completion bash)
+  joinguard completion bash > /etc/bash_completion.d/joinguard
+
+  # zsh (a directory on $fpath):
+  joinguard completion zsh > \"${fpath[1]}/_joinguard\"
+
+  # fish:
+  joinguard completion fish > ~/.config/fish/completions/joinguard.fish";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  joinguard man | man -l -
+  joinguard man preflight | man -l -
+  joinguard man --out-dir /usr/local/share/man/man1";
 
 /// Arguments of a command that is planned but not built yet: it accepts anything, says so and
 /// exits 2.
@@ -107,6 +159,14 @@ pub struct PreflightArgs {
     /// stacked etcd CA. Nothing is written to disk.
     #[arg(long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"])]
     pub certificate_key: Option<String>,
+
+    /// Directory holding the CA certificates and keys that kubeadm's manual certificate
+    /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm
+    /// join`: etcd/ca.crt and etcd/ca.key, and optionally ca.crt and ca.key (kubeadm:
+    /// /etc/kubernetes/pki). With --token, it gives preflight the etcd client identity that
+    /// --certificate-key would, without reading kubeadm-certs. Keys are only read into memory.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"])]
+    pub cert_dir: Option<PathBuf>,
 
     /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]

@@ -10,7 +10,9 @@ fn main() -> ExitCode {
     joinguard::logging::init(cli.verbose);
     let code = match cli.command {
         Command::Preflight(args) => joinguard::preflight::run_cli(*args),
-        Command::Version => joinguard::output::print_version(),
+        Command::Version(args) => joinguard::output::print_version(args),
+        Command::Completion(args) => joinguard::manual::run_completion(args),
+        Command::Man(args) => joinguard::manual::run_man(args),
         Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
         Command::Trace(_) => joinguard::output::unbuilt("trace"),
         Command::Monitor(_) => joinguard::output::unbuilt("monitor"),

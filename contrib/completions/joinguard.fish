@@ -1,0 +1,100 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_joinguard_global_optspecs
+    string join \n v/verbose h/help V/version
+end
+
+function __fish_joinguard_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_joinguard_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_joinguard_using_subcommand
+    set -l cmd (__fish_joinguard_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c joinguard -n "__fish_joinguard_needs_command" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c joinguard -n "__fish_joinguard_needs_command" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "preflight" -d 'Check that this node\'s network can carry a control-plane join'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "update-status" -d 'Write the control-plane join\'s status (idempotent, each call retried on its own policy)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "trace" -d 'Per-hop latency and loss to a target, like mtr (not built yet)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics (not built yet)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "version" -d 'Print build information (version, commit, target, rustc, static or dynamic)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "completion" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "man" -d 'Print the man page of joinguard or of one of its commands (roff, for `man -l -`)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l apiserver-cacert -d 'CA bundle that signs the API server\'s certificate (kubeadm: /etc/kubernetes/pki/ca.crt). Without it, the API is probed up to the TLS handshake and /readyz is not verified' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l config -d 'kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API\'s /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, token, CA pins, certificate key, node name and ignorePreflightErrors come from it. Flags override the file, as in kubeadm' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l token -l discovery-token -d 'Bootstrap token for discovery, as `kubeadm join --token` (or --discovery-token): the cluster CA is then learned from kube-public/cluster-info, verified with the token\'s JWS and the --discovery-token-ca-cert-hash pin, and used to verify the API server' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-token-ca-cert-hash -d 'Pin(s) of the cluster CA\'s public key, `sha256:<hex>`, as kubeadm join takes them' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l certificate-key -d 'The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get an etcd client identity: the external etcd client certificate, or one minted from the stacked etcd CA. Nothing is written to disk' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l cert-dir -d 'Directory holding the CA certificates and keys that kubeadm\'s manual certificate distribution (and Cluster API) places on a joining control-plane node before `kubeadm join`: etcd/ca.crt and etcd/ca.key, and optionally ca.crt and ca.key (kubeadm: /etc/kubernetes/pki). With --token, it gives preflight the etcd client identity that --certificate-key would, without reading kubeadm-certs. Keys are only read into memory' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-endpoints -d 'etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-peer-endpoints -d 'etcd peer URLs (port 2380). Optional: taken from MemberList when an identity is given' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-cacert -d 'CA that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-cert -d 'Client certificate for etcd, signed by the etcd CA (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt)' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-key -d 'Private key of --etcd-cert' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-heartbeat-interval -d 'The cluster\'s etcd --heartbeat-interval. Latency thresholds scale with it' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-election-timeout -d 'The cluster\'s etcd --election-timeout. The RTT must stay below a tenth of it' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l ignore-preflight-errors -d 'Checks whose errors become warnings, comma-separated, or `all` (e.g. EtcdPeerLatency,PacketLoss)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l wait -d 'Instead of failing at once, re-check with backoff until fit or until this long has passed (e.g. 5m): covers a load balancer that is reloading' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l timeout -d 'Deadline for one whole check run. The run ends by then, with a verdict' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l node-name -d 'Name of this node, used in the write probe\'s key (default: the hostname)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
+json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-token-unsafe-skip-ca-verification -d 'Trust the discovered CA without a pin (as kubeadm; joinguard warns)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l write-probe -d 'Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it, a read, and a revoke. Nothing outlives the lease, even after kill -9'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l bandwidth -d 'Also measure member-to-joiner throughput with a bounded snapshot stream (first 8 MiB), to predict learner catch-up time'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l kubeconfig -d 'kubeconfig with the credentials to write with (kubeadm: /etc/kubernetes/admin.conf)' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l context -d 'kubeconfig context to use (default: its current-context)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l config -d 'kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and timeouts.kubernetesAPICall are read from it' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l node-name -d 'This node\'s name (default: the hostname, as kubeadm)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l apiserver-advertise-address -d 'The address this node\'s API server advertises (needed for ClusterStatus clusters)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l apiserver-bind-port -d 'The port this node\'s API server binds (default 6443)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l timeout -d 'Deadline for the whole command; each call\'s own budget also applies' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
+json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help'
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help'
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s o -l output -d 'Output format: one line, or JSON with `schemaVersion` (like `kubectl version -o json`)' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
+json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l out-dir -d 'Write every page (joinguard.1, joinguard-preflight.1, ...) into this directory instead' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "preflight" -d 'Check that this node\'s network can carry a control-plane join'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "update-status" -d 'Write the control-plane join\'s status (idempotent, each call retried on its own policy)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "trace" -d 'Per-hop latency and loss to a target, like mtr (not built yet)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics (not built yet)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "version" -d 'Print build information (version, commit, target, rustc, static or dynamic)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "completion" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "man" -d 'Print the man page of joinguard or of one of its commands (roff, for `man -l -`)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

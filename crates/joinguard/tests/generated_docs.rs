@@ -1,0 +1,113 @@
+//! Completions and man pages are generated from the clap definitions by the binary itself
+//! (`joinguard completion`, `joinguard man`). The copies committed for packagers
+//! (`contrib/completions/`, `docs/man/`) must be exactly what this binary prints, so a flag
+//! change without `scripts/gen-docs` fails here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn joinguard(args: &[&str]) -> (i32, Vec<u8>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_joinguard"))
+        .args(args)
+        .output()
+        .expect("run joinguard");
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const REGENERATE: &str = "out of date: run scripts/gen-docs and commit the result";
+
+#[test]
+fn committed_completions_match_the_binary() {
+    for (shell, file) in [
+        ("bash", "joinguard.bash"),
+        ("zsh", "_joinguard"),
+        ("fish", "joinguard.fish"),
+    ] {
+        let (code, out, err) = joinguard(&["completion", shell]);
+        assert_eq!(code, 0, "{err}");
+        let text = String::from_utf8(out).unwrap();
+        // Each script completes the subcommands and a preflight flag.
+        for word in ["preflight", "update-status", "etcd-endpoints"] {
+            assert!(text.contains(word), "{shell}: no `{word}`");
+        }
+        let committed = std::fs::read_to_string(repo().join("contrib/completions").join(file))
+            .unwrap_or_default();
+        assert!(committed == text, "contrib/completions/{file} {REGENERATE}");
+    }
+    let (code, _, err) = joinguard(&["completion", "tcsh"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("possible values"), "{err}");
+}
+
+#[test]
+fn committed_man_pages_match_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = joinguard(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let mut generated: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    generated.sort();
+    assert!(generated.contains(&"joinguard.1".to_string()));
+    assert!(generated.contains(&"joinguard-preflight.1".to_string()));
+    let mut committed: Vec<String> = std::fs::read_dir(repo().join("docs/man"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".1"))
+                .collect()
+        })
+        .unwrap_or_default();
+    committed.sort();
+    assert_eq!(generated, committed, "docs/man {REGENERATE}");
+    for name in &generated {
+        let want = std::fs::read(dir.path().join(name)).unwrap();
+        let have = std::fs::read(repo().join("docs/man").join(name)).unwrap();
+        assert!(want == have, "docs/man/{name} {REGENERATE}");
+    }
+    // The preflight page carries the flags and the exit codes from --help.
+    let page = std::fs::read_to_string(dir.path().join("joinguard-preflight.1")).unwrap();
+    assert!(page.contains(".TH joinguard-preflight 1"), "{page}");
+    assert!(page.contains("etcd\\-endpoints"), "{page}");
+    assert!(page.contains("Exit codes"), "{page}");
+
+    // One page to stdout, and a clear error for a command that does not exist.
+    let (code, out, _) = joinguard(&["man", "update-status"]);
+    assert_eq!(code, 0);
+    assert!(String::from_utf8_lossy(&out).contains(".TH joinguard-update-status 1"));
+    let (code, _, err) = joinguard(&["man", "frobnicate"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no command `frobnicate`") && err.contains("preflight"),
+        "{err}"
+    );
+}
+
+#[test]
+fn version_reports_the_build() {
+    let (code, out, _) = joinguard(&["version"]);
+    assert_eq!(code, 0);
+    let line = String::from_utf8(out).unwrap();
+    assert!(
+        line.starts_with(&format!("joinguard {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    assert!(line.contains("x86_64-unknown-linux"), "{line}");
+    let (code, out, _) = joinguard(&["version", "-o", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["schemaVersion"], 1);
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert!(v["rustc"].as_str().unwrap().starts_with("rustc "), "{v}");
+    assert!(v["static"].is_boolean());
+    let commit = v["gitCommit"].as_str().unwrap();
+    assert!(commit == "unknown" || commit.len() >= 12, "{commit}");
+}
