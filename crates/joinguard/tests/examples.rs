@@ -1,0 +1,287 @@
+//! The files under `examples/` are what operators copy: each must stay true to the binary.
+//! YAML parses, JoinConfigurations load with joinguard's own reader, every `joinguard ...`
+//! command line in them parses with the real flag definitions, and shell scripts pass `bash -n`.
+//! (`kubectl create --dry-run=client` needs a server's discovery and the Cluster API CRDs, so the
+//! Cluster API kinds are checked field by field; see examples/README.md.)
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use joinguard::cli::{Cli, Command};
+use joinguard::joinconfig::JoinConfig;
+use serde_yaml::Value;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn docs(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+use serde::Deserialize;
+
+/// Splits a shell command line into words: quotes group, `$VAR`s stay as they are.
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Every `joinguard ...` invocation in a text, with `\` continuations joined, cut at the first
+/// shell operator (`||`, `&&`, `;`, `>`, `|`).
+fn joinguard_commands(text: &str) -> Vec<Vec<String>> {
+    let joined = text.replace("\\\n", " ");
+    let mut found = Vec::new();
+    for line in joined.lines() {
+        let mut rest = line;
+        while let Some(i) = rest.find("joinguard ") {
+            let before = &rest[..i];
+            let at_word_start = before.is_empty()
+                || before.ends_with(' ')
+                || before.ends_with('`')
+                || before.ends_with("then ");
+            let tail = &rest[i..];
+            let end = ["||", "&&", ";", ">", "|", "`"]
+                .iter()
+                .filter_map(|op| tail[1..].find(op).map(|p| p + 1))
+                .min()
+                .unwrap_or(tail.len());
+            let cmd = words(&tail[..end]);
+            // Prose like "joinguard never prints" is not a command: commands have a subcommand.
+            let is_cmd = at_word_start
+                && cmd
+                    .get(1)
+                    .is_some_and(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                && Cli::command_names().contains(&cmd[1]);
+            if is_cmd {
+                found.push(cmd);
+            }
+            rest = &tail[end.max(1)..];
+        }
+    }
+    found
+}
+
+trait CommandNames {
+    fn command_names() -> Vec<String>;
+}
+impl CommandNames for Cli {
+    fn command_names() -> Vec<String> {
+        use clap::CommandFactory;
+        Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect()
+    }
+}
+
+fn all_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![examples()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_joinguard_command_in_the_examples_parses() {
+    let mut n = 0;
+    for f in all_files() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for cmd in joinguard_commands(&text) {
+            if let Err(e) = Cli::try_parse_from(&cmd) {
+                panic!("{}: `{}` does not parse:\n{e}", f.display(), cmd.join(" "));
+            }
+            n += 1;
+        }
+    }
+    // The KCP, the runbook (4) and the script (2) at least.
+    assert!(n >= 7, "found only {n} joinguard commands in examples/");
+}
+
+#[test]
+fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failure() {
+    let path = examples().join("capi/kubeadm-control-plane.yaml");
+    let d = docs(&path);
+    assert_eq!(d.len(), 2);
+    let kcp = &d[0];
+    assert_eq!(kcp["kind"], "KubeadmControlPlane");
+    assert_eq!(kcp["apiVersion"], "controlplane.cluster.x-k8s.io/v1beta1");
+    let spec = &kcp["spec"]["kubeadmConfigSpec"];
+    let pre: Vec<&str> = spec["preKubeadmCommands"]
+        .as_sequence()
+        .expect("preKubeadmCommands is a list")
+        .iter()
+        .map(|v| v.as_str().expect("each command is a string"))
+        .collect();
+    let check = pre
+        .iter()
+        .find(|c| c.contains("joinguard preflight"))
+        .expect("a preflight command");
+    // Only where the join config exists (not on the init machine), and runcmd stops on failure.
+    assert!(check.starts_with("if [ -f /run/kubeadm/kubeadm-join-config.yaml ]"));
+    assert!(check.contains("|| exit 1"), "{check}");
+    let cmds = joinguard_commands(check);
+    assert_eq!(cmds.len(), 1);
+    let cli = Cli::try_parse_from(&cmds[0]).unwrap();
+    let Command::Preflight(args) = cli.command else {
+        panic!("not preflight")
+    };
+    assert_eq!(
+        args.config.as_deref(),
+        Some(Path::new("/run/kubeadm/kubeadm-join-config.yaml"))
+    );
+    assert_eq!(args.wait, Some(std::time::Duration::from_secs(180)));
+    assert_eq!(
+        args.cert_dir.as_deref(),
+        Some(Path::new("/etc/kubernetes/pki"))
+    );
+    // The binary is checked before it runs.
+    let sum = pre
+        .iter()
+        .position(|c| c.starts_with("sha256sum -c"))
+        .unwrap();
+    let run = pre
+        .iter()
+        .position(|c| c.contains("joinguard preflight"))
+        .unwrap();
+    assert!(sum < run);
+    assert!(pre[sum].ends_with("|| exit 1"));
+
+    // What Cluster API renders from joinConfiguration loads with joinguard's reader.
+    let mut join = spec["joinConfiguration"].clone();
+    let m = join.as_mapping_mut().unwrap();
+    m.insert("apiVersion".into(), "kubeadm.k8s.io/v1beta4".into());
+    m.insert("kind".into(), "JoinConfiguration".into());
+    m.insert(
+        "discovery".into(),
+        serde_yaml::from_str(
+            "bootstrapToken: {apiServerEndpoint: '10.0.0.10:6443', token: abcdef.0123456789abcdef, \
+             caCertHashes: ['sha256:00']}",
+        )
+        .unwrap(),
+    );
+    m.insert(
+        "controlPlane".into(),
+        serde_yaml::from_str("localAPIEndpoint: {advertiseAddress: 10.0.0.12, bindPort: 6443}")
+            .unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rendered = dir.path().join("kubeadm-join-config.yaml");
+    std::fs::write(&rendered, serde_yaml::to_string(&join).unwrap()).unwrap();
+    let c = JoinConfig::load(&rendered).unwrap();
+    assert_eq!(
+        c.node_name.as_deref(),
+        Some("{{ ds.meta_data.local_hostname }}")
+    );
+    assert_eq!(c.api_server_endpoint.as_deref(), Some("10.0.0.10:6443"));
+
+    // The MachineHealthCheck waits longer than joinguard's --wait, for control-plane Machines.
+    let mhc = &d[1];
+    assert_eq!(mhc["kind"], "MachineHealthCheck");
+    assert_eq!(mhc["apiVersion"], "cluster.x-k8s.io/v1beta1");
+    let startup =
+        humantime::parse_duration(mhc["spec"]["nodeStartupTimeout"].as_str().unwrap()).unwrap();
+    assert!(startup > std::time::Duration::from_secs(180));
+    assert!(mhc["spec"]["selector"]["matchLabels"]
+        .as_mapping()
+        .unwrap()
+        .contains_key("cluster.x-k8s.io/control-plane"));
+    assert_eq!(mhc["spec"]["clusterName"], "prod");
+    assert_eq!(kcp["metadata"]["namespace"], mhc["metadata"]["namespace"]);
+}
+
+#[test]
+fn the_kubeadm_join_config_loads_with_every_field_joinguard_reads() {
+    let c = JoinConfig::load(&examples().join("kubeadm/join-config.yaml")).unwrap();
+    assert_eq!(c.api_version, "kubeadm.k8s.io/v1beta4");
+    assert_eq!(c.api_server_endpoint.as_deref(), Some("10.0.0.10:6443"));
+    assert_eq!(c.token.as_deref(), Some("abcdef.0123456789abcdef"));
+    assert_eq!(c.ca_cert_hashes.len(), 1);
+    joinguard::discovery::parse_pin(&c.ca_cert_hashes[0]).expect("a well-formed pin");
+    joinguard::discovery::cluster::parse_certificate_key(c.certificate_key.as_deref().unwrap())
+        .expect("a well-formed certificate key");
+    assert_eq!(c.node_name.as_deref(), Some("cp-2"));
+    assert_eq!(
+        c.local_api_endpoint,
+        Some((Some("10.0.0.12".parse().unwrap()), 6443))
+    );
+    assert_eq!(c.ignore_preflight_errors, vec!["NumCPU".to_string()]);
+    assert_eq!(
+        c.kubernetes_api_call,
+        Some(std::time::Duration::from_secs(60))
+    );
+}
+
+#[test]
+fn the_join_script_is_valid_bash_and_checks_before_it_joins() {
+    let path = examples().join("kubeadm/join.sh");
+    let out = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("set -euo pipefail"));
+    // The commands themselves, not the comments that describe them.
+    let code: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    let at = |what: &str| code.iter().position(|l| l.starts_with(what)).unwrap();
+    let (pre, join, status) = (
+        at("joinguard preflight"),
+        at("kubeadm join"),
+        at("joinguard update-status"),
+    );
+    assert!(pre < join && join < status);
+    assert!(text.contains("--skip-phases control-plane-join/mark-control-plane"));
+}
+
+#[test]
+fn the_command_finder_finds_commands_and_skips_prose() {
+    let text = "run `joinguard preflight --wait 3m` first; joinguard never prints the token\n\
+                x || joinguard update-status \\\n  --node-name a > log";
+    let c = joinguard_commands(text);
+    assert_eq!(
+        c,
+        vec![
+            vec!["joinguard", "preflight", "--wait", "3m"],
+            vec!["joinguard", "update-status", "--node-name", "a"],
+        ]
+    );
+}
