@@ -94,6 +94,7 @@ fn main() {
         "{:<10} {:>9} {:>7} {:>15} {:>13} {:>9} {:>9}",
         "policy", "blackout", "result", "restore->done", "attempts-dark", "attempts", "pkts-dark"
     );
+    let mut rows = Vec::new();
     for blackout in &blackouts {
         let mut done = Vec::new();
         for (name, policy, wake) in [
@@ -116,6 +117,12 @@ fn main() {
                     .map(|e| format!("  ({e})"))
                     .unwrap_or_default()
             );
+            rows.push(json!({
+                "policy": name, "blackoutS": blackout.as_secs(), "ok": t.ok,
+                "restoreToDoneS": t.after_restore.as_secs_f64(),
+                "attemptsInBlackout": t.attempts_in_blackout, "attempts": t.attempts,
+                "packetsIntoBlackout": t.packets_into_blackout, "error": t.error,
+            }));
             done.push(t);
         }
         if let [j, k] = &done[..] {
@@ -128,6 +135,14 @@ fn main() {
             }
         }
     }
+    // For scripts/bench's report (docs/benchmarks.md).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("recovery.json"),
+        serde_json::to_string_pretty(&json!({"etcd": etcd.version(), "rows": rows})).unwrap(),
+    )
+    .unwrap();
 }
 
 fn trial(

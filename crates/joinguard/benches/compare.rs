@@ -1,0 +1,324 @@
+//! Side-by-side benchmarks against the tools operators use today (DESIGN section 8, rows 1 to 3),
+//! on one fabric in one run:
+//! - **accuracy**: one member at a one-way delay d of 0.5, 5, 25 and 100 ms, with and without
+//!   jitter (normal, sigma d/10). joinguard's p50 RTT (ICMP echo and etcd Status) against the
+//!   fabric's truth (2d plus the base measured with no delay), `ping`'s median and
+//!   `etcdctl endpoint health`'s "took". Goal (issue #3): p50 within 0.5 ms or 2% of the truth.
+//! - **verdict**: 3 members and the API at RTT 2, 50 and 200 ms. Wall time of `joinguard
+//!   preflight` against `etcdctl endpoint health --cluster` and `etcdctl check perf --load=s`.
+//!   Goal (issue #3): under 1.5 s at 2 ms, under 3 s at 50 ms.
+//! - **load**: the change in etcd's own counters (proposals committed, puts, ranges, gRPC bytes)
+//!   caused by one run of each tool, at 2 ms RTT.
+//!
+//! Run as root with the lab's prerequisites: `scripts/bench` (which also renders
+//! docs/benchmarks.md), or `cargo bench -p joinguard --bench compare`. `JOINGUARD_BENCH_ONLY=
+//! accuracy|verdict` runs one part. Results go to `target/bench/{accuracy,verdict}.json`.
+
+#![allow(clippy::print_stdout)] // A benchmark prints its figures.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use netlab::apiserver::{ApiServer, ApiServerOptions};
+use netlab::etcd::{output_within, EtcdCluster, EtcdSpec};
+use netlab::{Impairment, Lab};
+use serde_json::{json, Value};
+
+const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
+
+fn out_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `ping -c N -i 0.02` from `cmd`'s host: the median of the per-echo `time=` values (ms).
+fn ping_median(mut cmd: Command, addr: &str, count: u32) -> f64 {
+    cmd.args([
+        "-n",
+        "-c",
+        &count.to_string(),
+        "-i",
+        "0.02",
+        "-W",
+        "2",
+        addr,
+    ]);
+    let out = output_within(&mut cmd, Duration::from_secs(60)).expect("ping ran");
+    let text = String::from_utf8_lossy(&out.stdout);
+    median(
+        text.lines()
+            .filter_map(|l| l.split("time=").nth(1))
+            .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+            .collect(),
+    )
+}
+
+/// `etcdctl endpoint health` "took = X" in ms (the median of `runs`), which includes the client's
+/// connection set-up.
+fn etcdctl_took(etcd: &EtcdCluster, lab: &Lab, endpoint: &str, runs: u32) -> f64 {
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        let mut cmd = etcd.etcdctl_to(lab.host("joiner"), &[endpoint.to_string()]);
+        cmd.args(["endpoint", "health"]);
+        let out = output_within(&mut cmd, Duration::from_secs(30)).expect("etcdctl ran");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some(t) = text.split("took = ").nth(1) {
+            if let Ok(d) = humantime::parse_duration(t.split_whitespace().next().unwrap_or("")) {
+                v.push(d.as_secs_f64() * 1000.0);
+            }
+        }
+    }
+    median(v)
+}
+
+fn tls_args(etcd: &EtcdCluster) -> Vec<String> {
+    let id = etcd.client_identity();
+    vec![
+        "--etcd-endpoints".into(),
+        etcd.client_endpoints().join(","),
+        "--etcd-cacert".into(),
+        id.ca.display().to_string(),
+        "--etcd-cert".into(),
+        id.cert.display().to_string(),
+        "--etcd-key".into(),
+        id.key.display().to_string(),
+    ]
+}
+
+/// One `joinguard preflight -o json` run: (exit code, wall seconds, report).
+fn preflight(lab: &Lab, args: &[String]) -> (i32, f64, Value) {
+    let mut cmd = lab.host("joiner").command(JOINGUARD);
+    cmd.arg("preflight").args(args).args(["-o", "json"]);
+    let t = Instant::now();
+    let out = output_within(&mut cmd, Duration::from_secs(120)).expect("joinguard ran");
+    let wall = t.elapsed().as_secs_f64();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), wall, v)
+}
+
+fn p50(report: &Value, target: &str, probe: &str) -> f64 {
+    report["measurements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["target"] == target && m["probe"] == probe)
+        .and_then(|m| m["p50_ms"].as_f64())
+        .unwrap_or(f64::NAN)
+}
+
+fn accuracy() -> Value {
+    let lab = Lab::builder()
+        .hosts(["m1", "joiner"])
+        .build()
+        .expect("lab (run as root)");
+    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
+    etcd.wait_healthy(Duration::from_secs(30)).expect("etcd");
+    let m1 = lab.host("m1");
+    let joiner = lab.host("joiner");
+    let addr = m1.addr().to_string();
+    let ep = etcd.client_endpoints()[0].clone();
+    let target = ep.trim_start_matches("https://").to_string();
+    let mut args = tls_args(&etcd);
+    // The API is not part of this benchmark: a placeholder endpoint would fail the run, so the
+    // measurements (not the verdict) are what is read. Thresholds are irrelevant here.
+    args.extend(["--ignore-preflight-errors".into(), "all".into()]);
+
+    // The base: the fabric with no delay, by ping (the kernel's own timestamps).
+    let base = ping_median(joiner.command("ping"), &addr, 100);
+    println!("accuracy: base RTT (ping, no delay) {base:.3} ms");
+    let mut rows = Vec::new();
+    for jitter in [false, true] {
+        for d_ms in [0.5, 5.0, 25.0, 100.0] {
+            let d = Duration::from_secs_f64(d_ms / 1000.0);
+            let mut imp = Impairment::delay(d);
+            if jitter {
+                imp = imp.with_jitter(d / 10);
+            }
+            lab.net().set_link(joiner, m1, imp);
+            std::thread::sleep(Duration::from_millis(200));
+            let truth = 2.0 * d_ms + base;
+            let (code, wall, report) = preflight(&lab, &args);
+            let jg_icmp = p50(&report, &target, "icmp-echo");
+            let jg_status = p50(&report, &target, "etcd-status");
+            let ping = ping_median(joiner.command("ping"), &addr, 50);
+            let took = etcdctl_took(&etcd, &lab, &ep, 5);
+            let err = |x: f64| x - truth;
+            let within = |x: f64| err(x).abs() <= (0.5f64).max(0.02 * truth);
+            println!(
+                "accuracy: d={d_ms:>5} ms jitter={jitter:<5} truth {truth:8.3} | joinguard icmp \
+                 {jg_icmp:8.3} ({:+.3}) status {jg_status:8.3} ({:+.3}) | ping {ping:8.3} ({:+.3}) \
+                 | etcdctl took {took:8.3} ({:+.3}) | preflight exit {code} in {wall:.1}s",
+                err(jg_icmp),
+                err(jg_status),
+                err(ping),
+                err(took)
+            );
+            rows.push(json!({
+                "oneWayDelayMs": d_ms, "jitter": jitter, "jitterSigmaMs": if jitter { d_ms / 10.0 } else { 0.0 },
+                "truthMs": truth, "joinguardIcmpP50Ms": jg_icmp, "joinguardEtcdStatusP50Ms": jg_status,
+                "pingP50Ms": ping, "etcdctlHealthTookMs": took,
+                "joinguardIcmpWithinGoal": within(jg_icmp),
+                "joinguardStatusWithinGoal": within(jg_status),
+                "preflightWallS": wall,
+            }));
+        }
+    }
+    lab.net().set_link(joiner, m1, Impairment::none());
+    json!({"baseMs": base, "etcd": etcd.version(), "rows": rows})
+}
+
+/// The etcd counters the load comparison reads, summed over every member.
+const LOAD_METRICS: &[(&str, &str)] = &[
+    (
+        "proposalsCommitted",
+        "etcd_server_proposals_committed_total",
+    ),
+    ("puts", "etcd_mvcc_put_total"),
+    ("ranges", "etcd_mvcc_range_total"),
+    (
+        "grpcBytesReceived",
+        "etcd_network_client_grpc_received_bytes_total",
+    ),
+    ("grpcBytesSent", "etcd_network_client_grpc_sent_bytes_total"),
+];
+
+fn counters(etcd: &EtcdCluster) -> Vec<f64> {
+    LOAD_METRICS
+        .iter()
+        .map(|(_, name)| {
+            (0..etcd.members().len())
+                .map(|i| etcd.metric_sum(i, name).unwrap_or(0.0))
+                .sum()
+        })
+        .collect()
+}
+
+fn load_of(etcd: &EtcdCluster, run: impl FnOnce()) -> Value {
+    let before = counters(etcd);
+    run();
+    // etcd updates its counters as it applies; give the followers a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    let after = counters(etcd);
+    let mut m = serde_json::Map::new();
+    for (i, (key, _)) in LOAD_METRICS.iter().enumerate() {
+        m.insert((*key).into(), json!(after[i] - before[i]));
+    }
+    Value::Object(m)
+}
+
+fn verdict() -> Value {
+    let lab = Lab::builder()
+        .hosts(["api", "m1", "m2", "m3", "joiner"])
+        .build()
+        .expect("lab (run as root)");
+    let members = [lab.host("m1"), lab.host("m2"), lab.host("m3")];
+    let etcd = EtcdCluster::start(&lab, &members, &EtcdSpec::default()).expect("etcd");
+    etcd.wait_healthy(Duration::from_secs(30)).expect("etcd");
+    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
+    let api_ca = api.ca().write_ca(lab.dir(), "api-ca").unwrap();
+    let mut args = vec![
+        api.addr().to_string(),
+        "--apiserver-cacert".into(),
+        api_ca.display().to_string(),
+    ];
+    args.extend(tls_args(&etcd));
+    let joiner = lab.host("joiner");
+    let mut rows = Vec::new();
+    for rtt_ms in [2.0, 50.0, 200.0] {
+        let d = Duration::from_secs_f64(rtt_ms / 2000.0);
+        for h in ["api", "m1", "m2", "m3"] {
+            lab.net()
+                .set_link(joiner, lab.host(h), Impairment::delay(d));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let mut jg = (0, 0.0, Value::Null);
+        let jg_load = load_of(&etcd, || jg = preflight(&lab, &args));
+        let t = Instant::now();
+        let mut cmd = etcd.etcdctl(joiner);
+        cmd.args(["endpoint", "health", "--cluster"]);
+        let health = output_within(&mut cmd, Duration::from_secs(60)).expect("etcdctl ran");
+        let health_wall = t.elapsed().as_secs_f64();
+        let mut perf_out = None;
+        let mut perf_wall = 0.0;
+        let perf_load = load_of(&etcd, || {
+            let t = Instant::now();
+            let mut cmd = etcd.etcdctl(joiner);
+            cmd.args(["check", "perf", "--load=s"]);
+            perf_out = Some(output_within(&mut cmd, Duration::from_secs(150)).expect("etcdctl"));
+            perf_wall = t.elapsed().as_secs_f64();
+        });
+        let perf = perf_out.unwrap();
+        let perf_text = String::from_utf8_lossy(&perf.stdout).to_string();
+        let perf_pass = perf.status.success() && perf_text.contains("PASS");
+        let goal = match rtt_ms as u32 {
+            2 => Some(1.5),
+            50 => Some(3.0),
+            _ => None,
+        };
+        println!(
+            "verdict: RTT {rtt_ms:>5} ms | joinguard exit {} in {:.2}s (goal {}) | endpoint health \
+             --cluster exit {} in {health_wall:.2}s | check perf {} in {perf_wall:.1}s",
+            jg.0,
+            jg.1,
+            goal.map_or("none".into(), |g| format!("< {g} s")),
+            health.status.code().unwrap_or(-1),
+            if perf_pass { "PASS" } else { "FAIL" },
+        );
+        println!("verdict: load joinguard {jg_load} | check perf {perf_load}");
+        rows.push(json!({
+            "rttMs": rtt_ms,
+            "joinguard": {"exit": jg.0, "wallS": jg.1, "durationMs": jg.2["durationMs"],
+                           "goalS": goal, "goalMet": goal.map(|g| jg.1 < g), "load": jg_load},
+            "endpointHealthCluster": {"exit": health.status.code(), "wallS": health_wall},
+            "checkPerf": {"pass": perf_pass, "exit": perf.status.code(), "wallS": perf_wall,
+                          "load": perf_load,
+                          "summary": perf_text.lines().rfind(|l| !l.trim().is_empty())},
+        }));
+    }
+    json!({"etcd": etcd.version(), "rows": rows})
+}
+
+fn main() {
+    let only = std::env::var("JOINGUARD_BENCH_ONLY").unwrap_or_default();
+    let machine = json!({
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
+    });
+    if only.is_empty() || only == "accuracy" {
+        let mut v = accuracy();
+        v["machine"] = machine.clone();
+        std::fs::write(
+            out_dir().join("accuracy.json"),
+            serde_json::to_string_pretty(&v).unwrap(),
+        )
+        .unwrap();
+    }
+    if only.is_empty() || only == "verdict" {
+        let mut v = verdict();
+        v["machine"] = machine;
+        std::fs::write(
+            out_dir().join("verdict.json"),
+            serde_json::to_string_pretty(&v).unwrap(),
+        )
+        .unwrap();
+    }
+}

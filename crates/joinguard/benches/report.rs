@@ -1,0 +1,463 @@
+//! Renders `docs/benchmarks.md` and its plots (`docs/img/bench-*.png`, plotters) from the JSON
+//! the benchmarks wrote under `target/bench/` in this run: accuracy and verdict (benches/
+//! compare.rs), recovery (benches/recovery.rs), monitor scale (benches/monitor_scale.rs) and
+//! packaging (scripts/package). A part that did not run says so instead of showing old numbers.
+//! `scripts/bench` runs it last; it does no measuring itself.
+
+#![allow(clippy::print_stdout)]
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn load(name: &str) -> Option<Value> {
+    let path = repo().join("target/bench").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn ms(x: f64) -> String {
+    if x.is_nan() {
+        "n/a".into()
+    } else if x < 10.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+type Series = (String, RGBColor, Vec<(f64, f64)>);
+
+/// A line plot with points, log-scaled x; y log-scaled when `log_y`.
+fn plot(
+    file: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    log_y: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let path = repo().join("docs/img").join(file);
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    let pts = series
+        .iter()
+        .flat_map(|s| s.2.iter())
+        .filter(|p| p.1.is_finite());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        return Ok(());
+    }
+    let root = BitMapBackend::new(&path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let x_range = (x0 * 0.7)..(x1 * 1.4);
+    let mut chart_builder = ChartBuilder::on(&root);
+    chart_builder
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70);
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .label_style(("sans-serif", 14))
+                .draw()?;
+            for (name, color, data) in series {
+                let data: Vec<(f64, f64)> =
+                    data.iter().copied().filter(|p| p.1.is_finite()).collect();
+                let c = *color;
+                chart
+                    .draw_series(LineSeries::new(data.clone(), c.stroke_width(2)))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                    });
+                chart.draw_series(data.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 14))
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()?;
+        }};
+    }
+    if log_y {
+        draw!(chart_builder
+            .build_cartesian_2d(x_range.log_scale(), ((y0 * 0.7)..(y1 * 1.4)).log_scale())?);
+    } else {
+        let pad = (y1 - y0).max(0.1) * 0.15;
+        draw!(chart_builder.build_cartesian_2d(x_range.log_scale(), (y0 - pad)..(y1 + pad))?);
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// A markdown table of an array of flat objects (the monitor-scale rows, whatever their keys).
+fn generic_table(rows: &[Value]) -> String {
+    let Some(first) = rows.first().and_then(Value::as_object) else {
+        return String::new();
+    };
+    let keys: Vec<&String> = first.keys().collect();
+    let mut s = format!(
+        "| {} |\n|{}|\n",
+        keys.iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        keys.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    );
+    for r in rows {
+        let cells: Vec<String> = keys
+            .iter()
+            .map(|k| match &r[k.as_str()] {
+                Value::Number(n) => n
+                    .as_f64()
+                    .map(|x| {
+                        if x.fract() == 0.0 {
+                            format!("{x:.0}")
+                        } else {
+                            format!("{x:.3}")
+                        }
+                    })
+                    .unwrap_or_default(),
+                Value::String(t) => t.clone(),
+                Value::Null => "".into(),
+                other => other.to_string(),
+            })
+            .collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    }
+    s
+}
+
+fn main() {
+    let font: &'static [u8] = Box::leak(
+        std::fs::read(FONT)
+            .unwrap_or_else(|e| panic!("{FONT}: {e} (apt-get install fonts-dejavu-core)"))
+            .into_boxed_slice(),
+    );
+    plotters::style::register_font("sans-serif", FontStyle::Normal, font)
+        .map_err(|_| "font")
+        .unwrap();
+
+    let mut md = String::from(
+        "# Benchmarks\n\nWritten by `./scripts/bench` (benches/compare.rs, recovery.rs, \
+         monitor_scale.rs, report.rs and scripts/package); every figure below is from one run of \
+         it, side by side on one fabric. Do not edit by hand.\n\n",
+    );
+    let machine = load("accuracy.json")
+        .or_else(|| load("verdict.json"))
+        .map(|v| v["machine"].clone())
+        .unwrap_or(Value::Null);
+    let _ = writeln!(
+        md,
+        "Machine: {} CPUs, kernel {}; {}. The fabric is netlab (DESIGN section 7): network \
+         namespaces joined by a userspace TUN forwarder that adds the delays.\n",
+        machine["cpus"],
+        machine["kernel"].as_str().unwrap_or("?"),
+        load("run.json")
+            .and_then(|v| v["date"].as_str().map(|d| format!("run {d}")))
+            .unwrap_or_else(|| "date not recorded".into())
+    );
+
+    // 1. Accuracy
+    md.push_str("## 1. Accuracy\n\n");
+    if let Some(a) = load("accuracy.json") {
+        let base = f(&a["baseMs"]);
+        let _ = writeln!(
+            md,
+            "One etcd member ({}), one-way delay d each way, so the truth is 2d plus the base RTT \
+             with no delay ({base:.3} ms, ping). Jitter is normal with sigma d/10. Goal (issue \
+             #3): joinguard's p50 within 0.5 ms or 2% of the truth. `etcdctl endpoint health` \
+             \"took\" includes its connection set-up, which is what it is compared for.\n",
+            a["etcd"].as_str().unwrap_or("?")
+        );
+        md.push_str(
+            "| d (ms) | jitter | truth (ms) | joinguard ICMP p50 | joinguard etcd Status p50 | \
+             ping p50 | etcdctl took | took / truth | goal met (ICMP, Status) |\n\
+             |---|---|---|---|---|---|---|---|---|\n",
+        );
+        let rows = a["rows"].as_array().cloned().unwrap_or_default();
+        for r in &rows {
+            let truth = f(&r["truthMs"]);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {:.2}x | {}, {} |",
+                r["oneWayDelayMs"],
+                if r["jitter"] == true { "yes" } else { "no" },
+                ms(truth),
+                ms(f(&r["joinguardIcmpP50Ms"])),
+                ms(f(&r["joinguardEtcdStatusP50Ms"])),
+                ms(f(&r["pingP50Ms"])),
+                ms(f(&r["etcdctlHealthTookMs"])),
+                f(&r["etcdctlHealthTookMs"]) / truth,
+                if r["joinguardIcmpWithinGoal"] == true {
+                    "yes"
+                } else {
+                    "NO"
+                },
+                if r["joinguardStatusWithinGoal"] == true {
+                    "yes"
+                } else {
+                    "NO"
+                },
+            );
+        }
+        let ratio = |key: &str, jitter: bool| -> Vec<(f64, f64)> {
+            rows.iter()
+                .filter(|r| r["jitter"] == jitter)
+                .map(|r| (f(&r["truthMs"]), f(&r[key]) / f(&r["truthMs"])))
+                .collect()
+        };
+        let series = vec![
+            (
+                "joinguard ICMP p50".to_string(),
+                BLUE,
+                ratio("joinguardIcmpP50Ms", false),
+            ),
+            (
+                "joinguard etcd Status p50".into(),
+                GREEN,
+                ratio("joinguardEtcdStatusP50Ms", false),
+            ),
+            ("ping p50".into(), BLACK, ratio("pingP50Ms", false)),
+            (
+                "etcdctl endpoint health took".into(),
+                RED,
+                ratio("etcdctlHealthTookMs", false),
+            ),
+        ];
+        let _ = plot(
+            "bench-accuracy.png",
+            "Measured RTT / true RTT (no jitter)",
+            "true RTT (ms, log)",
+            "measured / truth (log)",
+            &series,
+            true,
+        )
+        .map_err(|e| println!("plot accuracy: {e}"));
+        md.push_str("\n![accuracy](img/bench-accuracy.png)\n\n");
+    } else {
+        md.push_str("Not run in this run.\n\n");
+    }
+
+    // 2 and 3. Time to verdict, load
+    md.push_str("## 2. Time to verdict\n\n");
+    if let Some(v) = load("verdict.json") {
+        let rows = v["rows"].as_array().cloned().unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "3 etcd members ({}) and the API stand-in, the joiner's RTT to each set to the value \
+             below. Wall time of each tool from start to its answer. Goal (issue #3): joinguard \
+             under 1.5 s at 2 ms and under 3 s at 50 ms.\n",
+            v["etcd"].as_str().unwrap_or("?")
+        );
+        md.push_str(
+            "| RTT (ms) | joinguard preflight | exit | goal | met | endpoint health --cluster | \
+             check perf --load=s | check perf / joinguard |\n|---|---|---|---|---|---|---|---|\n",
+        );
+        for r in &rows {
+            let j = &r["joinguard"];
+            let p = &r["checkPerf"];
+            let _ = writeln!(
+                md,
+                "| {} | {:.2} s | {} | {} | {} | {:.2} s (exit {}) | {:.1} s ({}) | {:.0}x |",
+                r["rttMs"],
+                f(&j["wallS"]),
+                j["exit"],
+                j["goalS"]
+                    .as_f64()
+                    .map_or("none".into(), |g| format!("< {g} s")),
+                match j["goalMet"].as_bool() {
+                    Some(true) => "yes",
+                    Some(false) => "NO",
+                    None => "",
+                },
+                f(&r["endpointHealthCluster"]["wallS"]),
+                r["endpointHealthCluster"]["exit"],
+                f(&p["wallS"]),
+                if p["pass"] == true { "PASS" } else { "FAIL" },
+                f(&p["wallS"]) / f(&j["wallS"]),
+            );
+        }
+        let line = |pick: &dyn Fn(&Value) -> f64| -> Vec<(f64, f64)> {
+            rows.iter().map(|r| (f(&r["rttMs"]), pick(r))).collect()
+        };
+        let series = vec![
+            (
+                "joinguard preflight".to_string(),
+                BLUE,
+                line(&|r| f(&r["joinguard"]["wallS"])),
+            ),
+            (
+                "etcdctl endpoint health --cluster".into(),
+                BLACK,
+                line(&|r| f(&r["endpointHealthCluster"]["wallS"])),
+            ),
+            (
+                "etcdctl check perf --load=s".into(),
+                RED,
+                line(&|r| f(&r["checkPerf"]["wallS"])),
+            ),
+        ];
+        let _ = plot(
+            "bench-verdict.png",
+            "Time to an answer",
+            "RTT joiner -> members and API (ms, log)",
+            "seconds (log)",
+            &series,
+            true,
+        )
+        .map_err(|e| println!("plot verdict: {e}"));
+        md.push_str("\n![time to verdict](img/bench-verdict.png)\n\n");
+        md.push_str(
+            "Note what each answers: `endpoint health` says a member committed one proposal; \
+             `check perf` says the cluster sustained a write load for 60 s; joinguard says \
+             whether this node's paths fit etcd's timing model, without writing.\n\n",
+        );
+
+        md.push_str("## 3. Load on etcd\n\n");
+        md.push_str(
+            "The change in etcd's own counters, summed over the 3 members, caused by one run of \
+             each tool (at each RTT). Proposals and puts are what a check costs the cluster it \
+             protects.\n\n| RTT (ms) | tool | proposals committed | puts | ranges | gRPC bytes in \
+             | gRPC bytes out |\n|---|---|---|---|---|---|---|\n",
+        );
+        for r in &rows {
+            for (name, l) in [
+                ("joinguard preflight", &r["joinguard"]["load"]),
+                ("etcdctl check perf --load=s", &r["checkPerf"]["load"]),
+            ] {
+                let _ = writeln!(
+                    md,
+                    "| {} | {name} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                    r["rttMs"],
+                    f(&l["proposalsCommitted"]),
+                    f(&l["puts"]),
+                    f(&l["ranges"]),
+                    f(&l["grpcBytesReceived"]),
+                    f(&l["grpcBytesSent"]),
+                );
+            }
+        }
+        md.push('\n');
+    } else {
+        md.push_str("Not run in this run.\n\n## 3. Load on etcd\n\nNot run in this run.\n\n");
+    }
+
+    // 4. Recovery
+    md.push_str("## 4. Recovery\n\n");
+    if let Some(r) = load("recovery.json") {
+        md.push_str(
+            "update-status's kubeadm-config write through an API blackout, joinguard's write \
+             policy against kubeadm's (500 ms poll until 40 s, no request timeout), same fabric, \
+             same run (benches/recovery.rs; docs/retries.md explains the trial).\n\n\
+             | policy | blackout | result | restore -> done | attempts in the dark | attempts | \
+             packets into the dark |\n|---|---|---|---|---|---|---|\n",
+        );
+        let rows = r["rows"].as_array().cloned().unwrap_or_default();
+        for x in &rows {
+            let _ = writeln!(
+                md,
+                "| {} | {} s | {} | {:.2} s | {} | {} | {} |",
+                x["policy"].as_str().unwrap_or("?"),
+                x["blackoutS"],
+                if x["ok"] == true { "done" } else { "FAILED" },
+                f(&x["restoreToDoneS"]),
+                x["attemptsInBlackout"],
+                x["attempts"],
+                x["packetsIntoBlackout"],
+            );
+        }
+        let line = |policy: &str| -> Vec<(f64, f64)> {
+            rows.iter()
+                .filter(|x| x["policy"] == policy && x["ok"] == true)
+                .map(|x| (f(&x["blackoutS"]), f(&x["restoreToDoneS"])))
+                .collect()
+        };
+        let series = vec![
+            (
+                "joinguard (write policy + wake-on-connect)".to_string(),
+                BLUE,
+                line("joinguard"),
+            ),
+            ("kubeadm's policy".into(), RED, line("kubeadm")),
+        ];
+        let _ = plot(
+            "bench-recovery.png",
+            "Link restore to completed write (failed runs not drawn)",
+            "blackout (s, log)",
+            "seconds after the restore (log)",
+            &series,
+            true,
+        )
+        .map_err(|e| println!("plot recovery: {e}"));
+        md.push_str("\n![recovery](img/bench-recovery.png)\n\n");
+    } else {
+        md.push_str("Not run in this run.\n\n");
+    }
+
+    // 5. Monitor scale
+    md.push_str("## 5. Monitor scale\n\n");
+    if let Some(m) = load("monitor-scale.json") {
+        if let Some(note) = m["description"].as_str() {
+            let _ = writeln!(md, "{note}\n");
+        }
+        md.push_str(
+            "Goal (issue #7): 10,000 targets under 25% of one core and 150 MB RSS, p99 \
+             scheduling lag under 50 ms.\n\n",
+        );
+        md.push_str(&generic_table(
+            m["rows"].as_array().map(Vec::as_slice).unwrap_or(&[]),
+        ));
+        md.push('\n');
+    } else {
+        md.push_str("Not run in this run.\n\n");
+    }
+
+    // 6. Packaging
+    md.push_str("## 6. Static binary\n\n");
+    if let Some(p) = load("package.json") {
+        let _ = writeln!(
+            md,
+            "`scripts/package` (target {}): {:.1} MiB stripped, `{}`; start-up (`joinguard \
+             version`, median of {} runs) {:.2} ms; ran `joinguard preflight` inside a netlab host \
+             with `PATH=/nonexistent` and no toolchain: exit {} ({}).\n",
+            p["target"].as_str().unwrap_or("?"),
+            f(&p["sizeBytes"]) / 1048576.0,
+            p["linkage"].as_str().unwrap_or("?"),
+            p["startupRuns"],
+            f(&p["startupMedianMs"]),
+            p["labPreflightExit"],
+            p["labPreflightSummary"].as_str().unwrap_or(""),
+        );
+    } else {
+        md.push_str("Not run in this run.\n");
+    }
+
+    let out = repo().join("docs/benchmarks.md");
+    std::fs::write(&out, md).unwrap();
+    println!("wrote {}", out.display());
+}
