@@ -42,6 +42,26 @@ fn committed_completions_match_the_binary() {
             .unwrap_or_default();
         assert!(committed == text, "contrib/completions/{file} {REGENERATE}");
     }
+    // bash really completes with it: a subcommand, then a preflight flag.
+    let script = repo().join("contrib/completions/joinguard.bash");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; COMP_WORDS=(joinguard pre); COMP_CWORD=1; _joinguard joinguard pre \
+             joinguard; echo \"${{COMPREPLY[@]}}\"; COMP_WORDS=(joinguard preflight --etcd-c); \
+             COMP_CWORD=2; _joinguard joinguard --etcd-c preflight; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    let replies = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        replies.lines().collect::<Vec<_>>(),
+        ["preflight", "--etcd-cacert --etcd-cert"],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     let (code, _, err) = joinguard(&["completion", "tcsh"]);
     assert_eq!(code, 2);
     assert!(err.contains("possible values"), "{err}");
