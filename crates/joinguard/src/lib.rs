@@ -19,3 +19,4 @@ pub mod sampling;
 pub mod stats;
 pub mod status;
 pub mod target;
+pub mod trace;

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
         Command::Preflight(args) => joinguard::preflight::run_cli(*args),
         Command::Version => joinguard::output::print_version(),
         Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
-        Command::Trace(_) => joinguard::output::unbuilt("trace"),
+        Command::Trace(args) => joinguard::trace::command::run_cli(*args),
         Command::Monitor(_) => joinguard::output::unbuilt("monitor"),
     };
     ExitCode::from(code)
