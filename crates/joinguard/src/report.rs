@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::check::{CheckResult, Status, Verdict};
+use crate::check::{CheckName, CheckResult, Status, Verdict};
 use crate::probe::ProbeKind;
 use crate::stats::Summary;
 use crate::target::TargetKind;
+use crate::trace::report::TracedPath;
 
 /// Version of the JSON shape. Bump on any incompatible change; adding keys is compatible.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -31,13 +32,25 @@ pub struct Report {
     pub duration_ms: u64,
     /// Per-hop traces of failing targets (`joinguard trace`), when run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub traces: Option<Vec<serde_json::Value>>,
+    pub traces: Option<Vec<TargetTrace>>,
     /// Attempts made by the retry layer, when any were retried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retries: Option<Vec<serde_json::Value>>,
     /// What was probed, for the text header.
     #[serde(skip)]
     pub scope: Scope,
+}
+
+/// The trace of a target that failed a latency or loss check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetTrace {
+    /// The target of the failed checks, `host:port` as in `checks[].target`.
+    pub check_target: String,
+    /// The checks that failed for it.
+    pub checks: Vec<CheckName>,
+    #[serde(flatten)]
+    pub path: TracedPath,
 }
 
 /// How many endpoints of each kind were probed.
@@ -165,6 +178,16 @@ pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
     if !report.measurements.is_empty() {
         writeln!(w, "[preflight] Measurements:")?;
         write_table(&report.measurements, w)?;
+    }
+    for t in report.traces.iter().flatten() {
+        let names: Vec<&str> = t.checks.iter().map(|c| c.as_str()).collect();
+        writeln!(
+            w,
+            "[preflight] {} failed {}; where the path loses it:",
+            t.check_target,
+            names.join(", ")
+        )?;
+        crate::trace::report::render_text(&t.path, "[preflight]", w)?;
     }
     let took = report.duration_ms as f64 / 1000.0;
     let errors: Vec<&CheckResult> = report
