@@ -101,6 +101,34 @@ fn avg(hop: &Value) -> f64 {
         .expect("an answering hop has an average")
 }
 
+fn best(hop: &Value) -> f64 {
+    hop["minMs"]
+        .as_f64()
+        .expect("an answering hop has a best RTT")
+}
+
+/// The RTT step from hop 1 to hop 2 is the injected 60 ms within 1 ms on the best RTTs, and
+/// within 3 ms on the averages. The fabric's error is one-sided (a packet is never early, but a
+/// busy 2-core CI machine can hold one back by several ms), so the best RTT carries the strict
+/// bound and the average, which one held-back probe in ten can move by a millisecond, a looser
+/// one. Returns (best step, average step).
+fn assert_step(hops: &[Value], run: &Run) -> (f64, f64) {
+    let (b, a) = (
+        best(&hops[1]) - best(&hops[0]),
+        avg(&hops[1]) - avg(&hops[0]),
+    );
+    assert!(
+        (b - STEP_MS).abs() < 1.0,
+        "best-RTT step at hop 2 is the injected {STEP_MS} ms (30 ms each way) within 1 ms: \
+         {b:.3}\n{run}"
+    );
+    assert!(
+        (a - STEP_MS).abs() < 3.0,
+        "average-RTT step at hop 2 within 3 ms of {STEP_MS}: {a:.3}\n{run}"
+    );
+    (b, a)
+}
+
 #[test]
 fn three_hops_show_the_60ms_step_at_hop_2() {
     let _s = serial();
@@ -128,20 +156,16 @@ fn three_hops_show_the_60ms_step_at_hop_2() {
     }
     assert_eq!(hops[2]["isTarget"], true);
     let (h1, h2, h3) = (avg(&hops[0]), avg(&hops[1]), avg(&hops[2]));
-    let step = h2 - h1;
+    let (b, a) = assert_step(hops, &run);
     eprintln!(
-        "measured: hop1 {h1:.3} ms, hop2 {h2:.3} ms, hop3 {h3:.3} ms, step at hop 2 {step:.3} ms \
-         (want {STEP_MS}), trace took {:?}",
+        "measured: avg hop1 {h1:.3} ms, hop2 {h2:.3} ms, hop3 {h3:.3} ms; step at hop 2: best \
+         {b:.3} ms, avg {a:.3} ms (want {STEP_MS}); trace took {:?}",
         run.took
     );
+    assert!(best(&hops[0]) < 1.0, "hop 1 is clean: {run}");
     assert!(
-        (step - STEP_MS).abs() < 1.0,
-        "the step at hop 2 is the injected {STEP_MS} ms (30 ms each way) within 1 ms: {step:.3}"
-    );
-    assert!(h1 < 1.0, "hop 1 is clean: {h1}");
-    assert!(
-        (h3 - h2).abs() < 1.0,
-        "nothing more is added after hop 2: {h2} -> {h3}"
+        (best(&hops[2]) - best(&hops[1])).abs() < 1.0,
+        "nothing more is added after hop 2: {run}"
     );
     assert_eq!(v["attribution"]["latency"]["hop"], 2, "{run}");
     assert_eq!(v["attribution"]["latency"]["address"], addr(&lab, "r2"));
@@ -160,13 +184,16 @@ fn three_hops_show_the_60ms_step_at_hop_2() {
         lines[3].starts_with(&format!("  2  {}", addr(&lab, "r2"))),
         "{run}"
     );
-    assert!(
-        run.stdout.contains(&format!(
-            "[trace] latency first appears at hop 2 ({}): +6",
-            addr(&lab, "r2")
-        )),
-        "{run}"
+    let head = format!(
+        "[trace] latency first appears at hop 2 ({}): +",
+        addr(&lab, "r2")
     );
+    let added: f64 = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&head)?.strip_suffix(" ms")?.parse().ok())
+        .unwrap_or_else(|| panic!("no `{head}... ms` line: {run}"));
+    assert!((added - STEP_MS).abs() < 3.0, "{run}");
     assert!(run
         .stdout
         .contains(&format!("[trace] {m1} reached at hop 3 (echo reply)")));
@@ -280,7 +307,7 @@ fn etcd_tcp_trace_reaches_the_peer_port_of_a_real_member() {
             "--port",
             "2380",
             "--cycles",
-            "5",
+            "10",
             "--interval",
             "100ms",
             "-o",
@@ -296,12 +323,11 @@ fn etcd_tcp_trace_reaches_the_peer_port_of_a_real_member() {
     assert_eq!(hops.len(), 3, "{run}");
     assert_eq!(hops[2]["address"], m1);
     assert_eq!(hops[2]["isTarget"], true);
-    let step = avg(&hops[1]) - avg(&hops[0]);
+    let (b, a) = assert_step(hops, &run);
     eprintln!(
-        "measured: tcp step at hop 2 {step:.3} ms, trace took {:?}",
+        "measured: tcp step at hop 2: best {b:.3} ms, avg {a:.3} ms; trace took {:?}",
         run.took
     );
-    assert!((step - STEP_MS).abs() < 1.0, "{run}");
     assert_eq!(v["attribution"]["latency"]["hop"], 2);
 
     // A port nothing listens on: the host answers RST, which still reaches it.
@@ -381,7 +407,8 @@ fn etcd_preflight_traces_a_failing_peer_and_names_the_hop() {
     assert_eq!(t["attribution"]["latency"]["hop"], 2, "{run}");
     assert_eq!(t["attribution"]["latency"]["address"], r2);
     let added = t["attribution"]["latency"]["addedMs"].as_f64().unwrap();
-    assert!((added - STEP_MS).abs() < 1.0, "{run}");
+    // From averages (see assert_step for why 3 ms).
+    assert!((added - STEP_MS).abs() < 3.0, "{run}");
     eprintln!(
         "measured: preflight took {:?} (checks {} ms, trace {} ms)",
         run.took, v["durationMs"], t["durationMs"]
