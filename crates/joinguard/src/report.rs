@@ -484,6 +484,36 @@ mod tests {
     }
 
     #[test]
+    fn traces_print_after_the_measurements_and_serialize_flat() {
+        use crate::trace::analysis::tests::{hop, path};
+        let mut r = lab("");
+        r.traces = Some(vec![TargetTrace {
+            check_target: "198.18.0.3:2380".into(),
+            checks: vec![CheckName::EtcdPeerLatency],
+            path: TracedPath::new(path(vec![
+                hop(1, Some(0.1), 10, 10),
+                hop(2, Some(80.1), 10, 10),
+            ])),
+        }]);
+        let t = text(&r);
+        let at = t
+            .find("[preflight] 198.18.0.3:2380 failed EtcdPeerLatency; where the path loses it:")
+            .expect("trace header");
+        assert!(at > t.find("[preflight] Measurements:").unwrap(), "{t}");
+        assert!(at < t.find("error execution phase").unwrap(), "{t}");
+        assert!(
+            t.contains("[preflight] latency first appears at hop 2 (198.18.0.3): +80.0 ms"),
+            "{t}"
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        let tr = &v["traces"][0];
+        assert_eq!(tr["checkTarget"], "198.18.0.3:2380");
+        assert_eq!(tr["checks"][0], "EtcdPeerLatency");
+        assert_eq!(tr["hops"][1]["avgMs"], 80.1);
+        assert_eq!(tr["attribution"]["latency"]["hop"], 2);
+    }
+
+    #[test]
     fn text_names_the_error_and_target() {
         let r = lab("");
         let t = text(&r);
