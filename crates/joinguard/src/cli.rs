@@ -39,8 +39,8 @@ pub enum Command {
     Preflight(Box<PreflightArgs>),
     /// Write the control-plane join's status (idempotent, each call retried on its own policy).
     UpdateStatus(Box<UpdateStatusArgs>),
-    /// Per-hop latency and loss to a target, like mtr (not built yet).
-    Trace(Unbuilt),
+    /// Per-hop latency and loss to a target, like `mtr --report` (ICMP, UDP or TCP SYN probes).
+    Trace(Box<TraceArgs>),
     /// Run the preflight probes continuously and serve Prometheus metrics (not built yet).
     Monitor(Unbuilt),
     /// Print build information (version, commit, target, rustc, static or dynamic).
@@ -278,6 +278,76 @@ pub struct UpdateStatusArgs {
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
 }
+
+/// `joinguard trace`.
+///
+/// Sends probes with increasing TTL and reports, per hop: the address, probes sent and answered,
+/// loss, RTT last/avg/best/worst and jitter (mtr's: the mean difference between consecutive
+/// RTTs). Then it says whether the target was reached and at which hop latency or loss first
+/// appears: a figure counts only if it persists to the hops behind it, because routers answer
+/// traces on a slow, rate-limited path. Raw sockets need root or CAP_NET_RAW.
+#[derive(Args, Debug)]
+#[command(after_long_help = TRACE_EXAMPLES)]
+pub struct TraceArgs {
+    /// Host to trace: an IPv4 address or a name, optionally with :PORT (sets --port).
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+
+    /// Probe type. `tcp` sends SYNs to --port and never completes a handshake: it follows the
+    /// path a service's connections take, through firewalls that treat ICMP differently.
+    #[arg(long, value_enum, default_value_t = crate::trace::TraceProtocol::Icmp)]
+    pub protocol: crate::trace::TraceProtocol,
+
+    /// Destination port: required for tcp; for udp a fixed port instead of 33434 and up.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+
+    /// Probes per hop (mtr's --report-cycles).
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub cycles: u32,
+
+    /// Highest TTL probed.
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub max_hops: u8,
+
+    /// Time between two cycles. Routers rate-limit their answers (Linux: about one per second
+    /// per source after a burst of 6), so faster cycles can show loss at a router that is not on
+    /// the path.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+
+    /// How long one probe waits for its answer before it counts as lost.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub probe_timeout: Duration,
+
+    /// Deadline for the whole trace; it then ends with the hops it saw.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace).
+    #[arg(long)]
+    pub dns: bool,
+
+    /// Report format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+const TRACE_EXAMPLES: &str = "\
+Examples:
+  # The path to an etcd member's peer port, as a TCP connection to it would take it:
+  joinguard trace 10.0.0.12 --protocol tcp --port 2380
+
+  # The same as JSON, 20 cycles half a second apart:
+  joinguard trace 10.0.0.12:2380 --protocol tcp --cycles 20 --interval 500ms -o json
+
+  # ICMP echo (the default), with reverse DNS names:
+  joinguard trace api.example.internal --dns
+
+Without root: sudo setcap cap_net_raw+ep \"$(command -v joinguard)\"
+Exit codes: 0 target reached with no loss to it, 1 not reached or lossy, 2 invalid input or no
+CAP_NET_RAW. `joinguard preflight` runs a TCP trace by itself for a target that fails a latency
+or loss check. See docs/trace.md.";
 
 const UPDATE_STATUS_EXAMPLES: &str = "\
 Examples:

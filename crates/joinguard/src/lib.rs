@@ -20,3 +20,4 @@ pub mod sampling;
 pub mod stats;
 pub mod status;
 pub mod target;
+pub mod trace;

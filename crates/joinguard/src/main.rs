@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         Command::Completion(args) => joinguard::manual::run_completion(args),
         Command::Man(args) => joinguard::manual::run_man(args),
         Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
-        Command::Trace(_) => joinguard::output::unbuilt("trace"),
+        Command::Trace(args) => joinguard::trace::command::run_cli(*args),
         Command::Monitor(_) => joinguard::output::unbuilt("monitor"),
     };
     ExitCode::from(code)

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::check::{CheckResult, Status, Verdict};
+use crate::check::{CheckName, CheckResult, Status, Verdict};
 use crate::probe::ProbeKind;
 use crate::stats::Summary;
 use crate::target::TargetKind;
+use crate::trace::report::TracedPath;
 
 /// Version of the JSON shape. Bump on any incompatible change; adding keys is compatible.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -31,13 +32,25 @@ pub struct Report {
     pub duration_ms: u64,
     /// Per-hop traces of failing targets (`joinguard trace`), when run.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub traces: Option<Vec<serde_json::Value>>,
+    pub traces: Option<Vec<TargetTrace>>,
     /// Attempts made by the retry layer, when any were retried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retries: Option<Vec<serde_json::Value>>,
     /// What was probed, for the text header.
     #[serde(skip)]
     pub scope: Scope,
+}
+
+/// The trace of a target that failed a latency or loss check.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetTrace {
+    /// The target of the failed checks, `host:port` as in `checks[].target`.
+    pub check_target: String,
+    /// The checks that failed for it.
+    pub checks: Vec<CheckName>,
+    #[serde(flatten)]
+    pub path: TracedPath,
 }
 
 /// How many endpoints of each kind were probed.
@@ -165,6 +178,16 @@ pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
     if !report.measurements.is_empty() {
         writeln!(w, "[preflight] Measurements:")?;
         write_table(&report.measurements, w)?;
+    }
+    for t in report.traces.iter().flatten() {
+        let names: Vec<&str> = t.checks.iter().map(|c| c.as_str()).collect();
+        writeln!(
+            w,
+            "[preflight] {} failed {}; where the path loses it:",
+            t.check_target,
+            names.join(", ")
+        )?;
+        crate::trace::report::render_text(&t.path, "[preflight]", w)?;
     }
     let took = report.duration_ms as f64 / 1000.0;
     let errors: Vec<&CheckResult> = report
@@ -458,6 +481,36 @@ mod tests {
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["retries"][0]["attempts"], 2);
         assert!(v.get("traces").is_none());
+    }
+
+    #[test]
+    fn traces_print_after_the_measurements_and_serialize_flat() {
+        use crate::trace::analysis::tests::{hop, path};
+        let mut r = lab("");
+        r.traces = Some(vec![TargetTrace {
+            check_target: "198.18.0.3:2380".into(),
+            checks: vec![CheckName::EtcdPeerLatency],
+            path: TracedPath::new(path(vec![
+                hop(1, Some(0.1), 10, 10),
+                hop(2, Some(80.1), 10, 10),
+            ])),
+        }]);
+        let t = text(&r);
+        let at = t
+            .find("[preflight] 198.18.0.3:2380 failed EtcdPeerLatency; where the path loses it:")
+            .expect("trace header");
+        assert!(at > t.find("[preflight] Measurements:").unwrap(), "{t}");
+        assert!(at < t.find("error execution phase").unwrap(), "{t}");
+        assert!(
+            t.contains("[preflight] latency first appears at hop 2 (198.18.0.3): +80.0 ms"),
+            "{t}"
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        let tr = &v["traces"][0];
+        assert_eq!(tr["checkTarget"], "198.18.0.3:2380");
+        assert_eq!(tr["checks"][0], "EtcdPeerLatency");
+        assert_eq!(tr["hops"][1]["avgMs"], 80.1);
+        assert_eq!(tr["attribution"]["latency"]["hop"], 2);
     }
 
     #[test]

@@ -5,6 +5,13 @@
 //! handshake locally and hide connect latency. Packets are real IP packets, so TCP handshakes,
 //! retransmits, ICMP and TLS all behave as on a wire.
 //!
+//! Multi-hop labs: with a path table (from [`crate::LabBuilder::route`]), a packet read from host
+//! `a` for host `b` goes to the next hop of the route from `a` to `b` instead of to `b`. Routers
+//! are ordinary hosts with kernel forwarding on, so their kernels decrement the TTL and send real
+//! ICMP Time Exceeded; the forwarder only picks the next TUN. Impairments and counters are then
+//! per link (the host a packet was read from, the host it is delivered to), so a delay can sit on
+//! one hop of a path. Without routes every pair is one link, as before.
+//!
 //! One thread runs an event loop: `ppoll` on every TUN fd with a nanosecond timeout set to the
 //! next scheduled release, so a delayed packet leaves within the kernel's wake-up latency
 //! (timer slack is set to 1 us and the thread asks for SCHED_FIFO). Clean links are forwarded at
@@ -72,6 +79,9 @@ struct Direction {
 struct Shared {
     names: Vec<String>,
     addrs: Vec<Ipv4Addr>,
+    /// `next[from * n + dst]`: the host a packet read from `from` for `dst` is delivered to, when
+    /// a route says so; `None` delivers it to `dst` directly. Fixed when the lab is built.
+    next: Vec<Option<usize>>,
     dirs: Mutex<Vec<Direction>>,
     stats: Vec<AtomicStats>,
     unroutable: AtomicU64,
@@ -124,14 +134,27 @@ impl Ord for Queued {
 }
 
 impl Network {
-    /// Starts the forwarder over `devices` (one per host, index = host index).
+    /// Starts the forwarder over `devices` (one per host, index = host index). `next` is the path
+    /// table (see [`Shared::next`]); empty means no routes.
     pub(crate) fn start(
         devices: Vec<tun::Device>,
         names: Vec<String>,
         addrs: Vec<Ipv4Addr>,
+        next: Vec<Option<usize>>,
         seed: u64,
     ) -> Result<Network, crate::Error> {
         let n = addrs.len();
+        let next = if next.is_empty() {
+            vec![None; n * n]
+        } else {
+            next
+        };
+        if next.len() != n * n {
+            return Err(crate::Error::Invalid(format!(
+                "path table has {} entries for {n} hosts",
+                next.len()
+            )));
+        }
         for d in &devices {
             d.set_nonblock()
                 .map_err(|e| crate::Error::Tun(format!("set nonblocking: {e}")))?;
@@ -139,6 +162,7 @@ impl Network {
         let shared = Arc::new(Shared {
             names,
             addrs,
+            next,
             dirs: Mutex::new((0..n * n).map(|_| Direction::default()).collect()),
             stats: (0..n * n).map(|_| AtomicStats::default()).collect(),
             unroutable: AtomicU64::new(0),
@@ -157,6 +181,10 @@ impl Network {
 
     /// Sets the impairment of packets from `from` to `to` (one direction). Takes effect for the
     /// next packet; packets already delayed keep their schedule.
+    ///
+    /// In a lab with routes this is one *link*: packets the forwarder moves from `from`'s device
+    /// to `to`'s. A pair whose traffic is routed through other hosts never crosses its own
+    /// link; impair a hop of its route instead (e.g. `set_link(r1, r2, ..)`).
     pub fn set(&self, from: &Host, to: &Host, imp: Impairment) {
         let n = self.shared.n();
         let mut dirs = lock(&self.shared.dirs);
@@ -214,6 +242,12 @@ impl Network {
             dropped_blackout: s.dropped_blackout.load(Ordering::Relaxed),
             dropped_queue: s.dropped_queue.load(Ordering::Relaxed),
         }
+    }
+
+    /// The host a packet from `from` for `to` is handed to: the next hop of their route, or `to`.
+    pub fn next_hop(&self, from: &Host, to: &Host) -> usize {
+        let n = self.shared.n();
+        self.shared.next[from.index() * n + to.index()].unwrap_or(to.index())
     }
 
     /// Packets whose destination is no host of the lab (dropped).
@@ -323,6 +357,8 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                     sh.unroutable.fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
+                // The next hop toward `dst`, which is `dst` itself unless a route says otherwise.
+                let dst = sh.next[src * n + dst].unwrap_or(dst);
                 let pair = src * n + dst;
                 let stats = &sh.stats[pair];
                 let now = Instant::now();

@@ -4,6 +4,9 @@
 //! (198.18.0.1, .2, ... on 198.18.0.0/24, the benchmarking range of RFC 2544), and the order of
 //! cleanup: forwarder first, then namespaces (which kills any process left in them), then the
 //! temp dir. Cleanup runs in Drop, so it also happens when a test panics.
+//!
+//! It also owns routes (multi-hop labs): the path table the forwarder follows, and the kernel
+//! settings that make a host a router.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -30,6 +33,7 @@ pub struct LabBuilder {
     hosts: Vec<String>,
     prefix: Option<String>,
     seed: Option<u64>,
+    routes: Vec<Vec<String>>,
 }
 
 impl LabBuilder {
@@ -53,6 +57,25 @@ impl LabBuilder {
     /// characters, so that `<prefix>t<index>` is a valid interface name.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// Routes traffic between the first and the last host of `path` through the hosts in
+    /// between, in both directions: `route(&["joiner", "r1", "r2", "m1"])` makes the joiner's
+    /// packets for m1 cross joiner -> r1 -> r2 -> m1, and m1's replies the reverse. Every pair
+    /// of hosts on the path follows it too (the joiner reaches r2 through r1).
+    ///
+    /// The hosts in between become routers: kernel forwarding on, ICMP redirects off, reverse
+    /// path filtering off and ICMP rate limiting off (Linux sends at most about one Time
+    /// Exceeded per second and destination by default, `net.ipv4.icmp_ratelimit`, which would
+    /// read as loss in a trace). Their kernels decrement the TTL and answer with real ICMP Time
+    /// Exceeded from their own address. Impairments then apply per link:
+    /// `net().set_link(r1, r2, ..)` delays only that hop.
+    ///
+    /// Two routes that disagree on a next hop are an error at [`LabBuilder::build`].
+    pub fn route<S: AsRef<str>>(mut self, path: &[S]) -> Self {
+        self.routes
+            .push(path.iter().map(|h| h.as_ref().to_string()).collect());
         self
     }
 
@@ -84,6 +107,14 @@ impl LabBuilder {
                 return Err(Error::Invalid(format!("host `{h}` is listed twice")));
             }
         }
+        let next = path_table(&self.hosts, &self.routes)?;
+        let routers: Vec<usize> = (0..self.hosts.len())
+            .filter(|&i| {
+                self.routes
+                    .iter()
+                    .any(|r| r.len() > 2 && r[1..r.len() - 1].iter().any(|h| *h == self.hosts[i]))
+            })
+            .collect();
         let prefix = match self.prefix {
             Some(p) if p.starts_with(PREFIX) && p.len() <= 6 => p,
             Some(p) => {
@@ -137,10 +168,13 @@ impl LabBuilder {
             devices.push(dev);
             addrs.push(addr);
         }
+        for &i in &routers {
+            make_router(partial.hosts[i].netns())?;
+        }
         let names = self.hosts.clone();
         let seed = self.seed.unwrap_or_else(|| rand::rng().random());
-        partial.net = Some(Network::start(devices, names, addrs, seed)?);
-        tracing::info!(prefix = %prefix, hosts = ?self.hosts, "lab up");
+        partial.net = Some(Network::start(devices, names, addrs, next, seed)?);
+        tracing::info!(prefix = %prefix, hosts = ?self.hosts, routes = ?self.routes, "lab up");
         Ok(partial)
     }
 }
@@ -220,6 +254,88 @@ impl Drop for Lab {
     }
 }
 
+/// The forwarder's path table for `routes` over `hosts`: entry `from * n + dst` is the next hop
+/// from `from` toward `dst`, or `None` for direct delivery.
+fn path_table(hosts: &[String], routes: &[Vec<String>]) -> Result<Vec<Option<usize>>, Error> {
+    let n = hosts.len();
+    // `Some(None)`: a route says "direct"; `Some(Some(h))`: through h; `None`: no route says.
+    let mut decided: Vec<Option<Option<usize>>> = vec![None; n * n];
+    for r in routes {
+        let shown = r.join(" -> ");
+        if r.len() < 2 {
+            return Err(Error::Invalid(format!(
+                "route `{shown}`: a route needs at least two hosts"
+            )));
+        }
+        let mut idx = Vec::with_capacity(r.len());
+        for h in r {
+            let Some(i) = hosts.iter().position(|x| x == h) else {
+                return Err(Error::Invalid(format!(
+                    "route `{shown}`: no host `{h}` (hosts: {hosts:?})"
+                )));
+            };
+            if idx.contains(&i) {
+                return Err(Error::Invalid(format!(
+                    "route `{shown}`: host `{h}` appears twice"
+                )));
+            }
+            idx.push(i);
+        }
+        // Every ordered pair on the path, both ways: p[i] reaches p[j] through p[i +- 1].
+        for i in 0..idx.len() {
+            for j in (0..idx.len()).filter(|&j| j != i) {
+                let hop = if j > i { idx[i + 1] } else { idx[i - 1] };
+                let want = (hop != idx[j]).then_some(hop);
+                let slot = &mut decided[idx[i] * n + idx[j]];
+                match *slot {
+                    Some(old) if old != want => {
+                        let via = |h: Option<usize>| match h {
+                            Some(h) => format!("through {}", hosts[h]),
+                            None => "directly".to_string(),
+                        };
+                        return Err(Error::Invalid(format!(
+                            "route `{shown}`: {} reaches {} {} here but {} in an earlier route",
+                            hosts[idx[i]],
+                            hosts[idx[j]],
+                            via(want),
+                            via(old)
+                        )));
+                    }
+                    _ => *slot = Some(want),
+                }
+            }
+        }
+    }
+    Ok(decided.into_iter().map(Option::flatten).collect())
+}
+
+/// Kernel settings of a router host (see [`LabBuilder::route`]).
+fn make_router(netns: &str) -> Result<(), Error> {
+    let settings = [
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.send_redirects=0",
+        "net.ipv4.conf.default.send_redirects=0",
+        "net.ipv4.conf.lab0.send_redirects=0",
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.conf.lab0.rp_filter=0",
+        "net.ipv4.icmp_ratelimit=0",
+    ];
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", netns, "sysctl", "-q", "-w"])
+        .args(settings)
+        .output()
+        .map_err(|e| Error::Prerequisite(format!("cannot run sysctl in {netns}: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Netns(format!(
+            "router {netns}: sysctl {}: {}",
+            settings.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
 /// Address of the host at `index`.
 pub fn host_addr(index: usize) -> Ipv4Addr {
     let o = NETWORK.octets();
@@ -260,4 +376,59 @@ pub fn check_prerequisites() -> Result<(), Error> {
     host::ip(&["-V"]).map_err(|_| {
         Error::Prerequisite("iproute2 `ip` not found; apt-get install iproute2".into())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_route_sets_next_hops_both_ways_for_every_pair_on_it() {
+        let hosts = names(&["joiner", "r1", "r2", "m1", "m2"]);
+        let t = path_table(&hosts, &[names(&["joiner", "r1", "r2", "m1"])]).unwrap();
+        let n = hosts.len();
+        let next = |a: usize, b: usize| t[a * n + b];
+        assert_eq!(next(0, 3), Some(1), "joiner -> m1 goes to r1");
+        assert_eq!(next(1, 3), Some(2), "r1 -> m1 goes to r2");
+        assert_eq!(next(2, 3), None, "r2 -> m1 is direct");
+        assert_eq!(next(3, 0), Some(2), "m1 -> joiner goes to r2");
+        assert_eq!(next(2, 0), Some(1));
+        assert_eq!(next(0, 2), Some(1), "joiner reaches r2 through r1");
+        assert_eq!(next(0, 4), None, "m2 is not on the route: direct");
+        assert_eq!(next(4, 3), None);
+    }
+
+    #[test]
+    fn routes_that_disagree_or_name_unknown_hosts_are_errors() {
+        let hosts = names(&["a", "r1", "r2", "b"]);
+        let e = path_table(
+            &hosts,
+            &[names(&["a", "r1", "b"]), names(&["a", "r2", "b"])],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("a reaches b through r2 here but through r1"),
+            "{e}"
+        );
+        let e = path_table(&hosts, &[names(&["a", "b"]), names(&["a", "r1", "b"])]).unwrap_err();
+        assert!(
+            e.to_string().contains("directly in an earlier route"),
+            "{e}"
+        );
+        let e = path_table(&hosts, &[names(&["a", "x", "b"])]).unwrap_err();
+        assert!(e.to_string().contains("no host `x`"), "{e}");
+        let e = path_table(&hosts, &[names(&["a", "r1", "a"])]).unwrap_err();
+        assert!(e.to_string().contains("appears twice"), "{e}");
+        // Two routes sharing a prefix agree.
+        path_table(
+            &names(&["a", "r1", "b", "c"]),
+            &[names(&["a", "r1", "b"]), names(&["a", "r1", "c"])],
+        )
+        .unwrap();
+    }
 }

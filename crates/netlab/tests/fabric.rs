@@ -354,3 +354,66 @@ fn bad_lab_descriptions_are_rejected_with_a_reason() {
     let e = Lab::builder().build().unwrap_err();
     assert!(e.to_string().contains("1 to 32 hosts"), "{e}");
 }
+
+/// joiner -> r1 -> r2 -> m1: routers decrement the TTL and answer with Time Exceeded from their
+/// own address, and an impairment on r1 <-> r2 reaches only the traffic that crosses it.
+#[test]
+fn routes_cross_real_routers_and_impair_one_link() {
+    let lab = Lab::builder()
+        .hosts(["joiner", "r1", "r2", "m1"])
+        .route(&["joiner", "r1", "r2", "m1"])
+        .build()
+        .expect("routed lab");
+    let (j, r1, r2, m1) = (
+        lab.host("joiner"),
+        lab.host("r1"),
+        lab.host("r2"),
+        lab.host("m1"),
+    );
+    // TTL 1 and 2 expire at r1 and r2; ping prints who said so.
+    for (ttl, router) in [("1", r1), ("2", r2)] {
+        let out = j
+            .command("ping")
+            .args(["-n", "-c", "1", "-W", "2", "-t", ttl])
+            .arg(m1.addr().to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("From {}", router.addr())) && text.contains("exceeded"),
+            "ttl {ttl}: {text}"
+        );
+    }
+    let base = ping(j, m1, 10, ms(5)).unwrap();
+    assert_eq!(base.samples, 10, "a routed path loses nothing");
+    lab.net().set_link(r1, r2, Impairment::delay(ms(10)));
+    let far = ping(j, m1, 10, ms(5)).unwrap();
+    let near = ping(j, r1, 10, ms(5)).unwrap();
+    assert!(
+        (far.median_ms - base.median_ms - 20.0).abs() < 1.0,
+        "10 ms each way on r1 <-> r2 adds 20 ms to joiner <-> m1: {base:?} -> {far:?}"
+    );
+    assert!(
+        near.median_ms < 2.0,
+        "joiner <-> r1 does not cross it: {near:?}"
+    );
+    // Counters are per link: the joiner's packets for m1 were handed to r1, never to m1.
+    assert!(lab.net().stats(r1, r2).forwarded >= 20);
+    assert_eq!(lab.net().stats(j, m1).forwarded, 0);
+    assert_eq!(lab.net().next_hop(j, m1), r1.index());
+}
+
+#[test]
+fn routes_that_disagree_are_refused_at_build() {
+    let e = Lab::builder()
+        .hosts(["a", "r1", "r2", "b"])
+        .route(&["a", "r1", "b"])
+        .route(&["a", "r2", "b"])
+        .build()
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("a reaches b through r2 here but through r1"),
+        "{e}"
+    );
+}

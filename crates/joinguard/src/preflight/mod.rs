@@ -9,6 +9,7 @@
 
 pub mod input;
 pub mod run;
+pub mod traces;
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -423,8 +424,20 @@ impl Discovered {
     }
 }
 
-/// Runs the check once, or with `--wait` until fit or the wait ends.
+/// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets
+/// that failed a latency or loss check, within what is left of the last run's `--timeout`.
 pub async fn preflight(input: &PreflightInput) -> Outcome {
+    let mut outcome = check_until_done(input).await;
+    if let Outcome::Report(r) = &mut outcome {
+        let left = input
+            .timeout
+            .saturating_sub(Duration::from_millis(r.duration_ms));
+        traces::attach(r, left).await;
+    }
+    outcome
+}
+
+async fn check_until_done(input: &PreflightInput) -> Outcome {
     let Some(wait) = input.wait else {
         return check_once(input, input.timeout).await;
     };

@@ -137,6 +137,12 @@ struct UpArgs {
     /// one endpoint, cp-1) instead of registering a Node named `joiner`.
     #[arg(long, requires = "api")]
     cluster_status: bool,
+    /// Put N router hosts (r1, r2, ...) between the joiner and every other host: the joiner's
+    /// traffic crosses joiner -> r1 -> ... -> rN -> member, with real TTL decrements and ICMP
+    /// Time Exceeded from each router. --delay/--impair then apply to the joiner <-> r1 link;
+    /// impair another hop with `netlab impair <prefix> r1 r2 delay=30ms`.
+    #[arg(long, default_value_t = 0, requires = "joiner", value_parser = clap::value_parser!(u8).range(0..=8))]
+    routers: u8,
 }
 
 fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
@@ -228,6 +234,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         duration,
         api,
         cluster_status,
+        routers,
     } = args;
     if api && members == 0 {
         anyhow::bail!("--api stores its objects in etcd: give --members 1 or more");
@@ -244,15 +251,32 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     if names.is_empty() {
         anyhow::bail!("nothing to start: give --members N and/or --joiner");
     }
+    // Routers last too; every host behind them is reached from the joiner through all of them.
+    let behind: Vec<String> = names.iter().filter(|n| *n != "joiner").cloned().collect();
+    let router_names: Vec<String> = (1..=routers).map(|i| format!("r{i}")).collect();
+    names.extend(router_names.iter().cloned());
     let mut b = Lab::builder().hosts(names.clone());
+    if !router_names.is_empty() {
+        for h in &behind {
+            let mut path = vec!["joiner".to_string()];
+            path.extend(router_names.iter().cloned());
+            path.push(h.clone());
+            b = b.route(&path);
+        }
+    }
     if let Some(p) = prefix {
         b = b.prefix(p);
     }
     let lab = b.build()?;
     let imp = impair.or(delay.map(Impairment::delay));
     if let (true, Some(imp)) = (joiner, &imp) {
-        for m in lab.hosts().iter().filter(|h| h.name().starts_with('m')) {
-            lab.net().set_link(lab.host("joiner"), m, imp.clone());
+        if routers > 0 {
+            lab.net()
+                .set_link(lab.host("joiner"), lab.host("r1"), imp.clone());
+        } else {
+            for m in lab.hosts().iter().filter(|h| h.name().starts_with('m')) {
+                lab.net().set_link(lab.host("joiner"), m, imp.clone());
+            }
         }
     }
     let cluster = if members > 0 {
@@ -294,9 +318,20 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             h.netns()
         ));
     }
+    if routers > 0 {
+        out("");
+        out(format!(
+            "routes: joiner -> {} -> every other host (trace with `joinguard trace`)",
+            router_names.join(" -> ")
+        ));
+    }
     if let (true, Some(imp)) = (joiner, &imp) {
         out("");
-        out(format!("joiner <-> every member: {imp}"));
+        if routers > 0 {
+            out(format!("joiner <-> r1: {imp}"));
+        } else {
+            out(format!("joiner <-> every member: {imp}"));
+        }
     }
     if let Some(c) = &cluster {
         let id = c.client_identity();

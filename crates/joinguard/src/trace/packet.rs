@@ -1,0 +1,346 @@
+//! Wire formats of the tracer: the probes it builds (ICMP echo, TCP SYN) and the replies it
+//! reads (ICMP Time Exceeded / Destination Unreachable quoting a probe, Echo Reply, SYN-ACK, RST).
+//!
+//! Pure functions over byte slices: no sockets, no clocks. A reply is matched to its probe by
+//! what the probe carried that the reply quotes back (RFC 792: an ICMP error quotes the
+//! original IP header and at least the first 8 bytes of its payload, which hold the ICMP
+//! identifier and sequence, the UDP ports, or the TCP ports and sequence number).
+
+use std::net::Ipv4Addr;
+
+/// ICMP types (RFC 792).
+pub const ICMP_ECHO_REPLY: u8 = 0;
+pub const ICMP_DEST_UNREACHABLE: u8 = 3;
+pub const ICMP_ECHO_REQUEST: u8 = 8;
+pub const ICMP_TIME_EXCEEDED: u8 = 11;
+/// Destination Unreachable code "port unreachable": a UDP probe reached the target.
+pub const CODE_PORT_UNREACHABLE: u8 = 3;
+
+const PROTO_ICMP: u8 = 1;
+const PROTO_TCP: u8 = 6;
+const PROTO_UDP: u8 = 17;
+
+const TCP_SYN: u8 = 0x02;
+const TCP_RST: u8 = 0x04;
+const TCP_ACK: u8 = 0x10;
+
+/// What a probe carried, as a reply quotes it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeId {
+    /// ICMP echo identifier and sequence number.
+    Echo { ident: u16, seq: u16 },
+    /// UDP source and destination port.
+    Udp { src_port: u16, dst_port: u16 },
+    /// TCP source and destination port and sequence number.
+    Tcp {
+        src_port: u16,
+        dst_port: u16,
+        seq: u32,
+    },
+}
+
+/// One packet read from a raw socket that may answer a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// Who sent it (the IP source): a router, or the target.
+    pub from: Ipv4Addr,
+    pub kind: ReplyKind,
+    /// The probe it answers.
+    pub probe: ProbeId,
+    /// For ICMP errors, the destination of the quoted probe (must be our target).
+    pub quoted_dst: Option<Ipv4Addr>,
+}
+
+/// What kind of answer a reply is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// A router's TTL ran out (ICMP type 11).
+    TimeExceeded,
+    /// ICMP Destination Unreachable with this code (port unreachable is the UDP target's answer).
+    Unreachable(u8),
+    /// ICMP Echo Reply from the target.
+    EchoReply,
+    /// TCP SYN-ACK: the port is open.
+    SynAck,
+    /// TCP RST: the host is there, the port is closed.
+    Rst,
+}
+
+/// An ICMP echo request with `ident` and `seq` and a short payload.
+pub fn echo_request(ident: u16, seq: u16) -> Vec<u8> {
+    let mut p = vec![ICMP_ECHO_REQUEST, 0, 0, 0];
+    p.extend_from_slice(&ident.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(b"joinguard-trace");
+    let c = checksum(&p);
+    p[2..4].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// A TCP SYN from `src:src_port` to `dst:dst_port` with sequence number `seq`, and an MSS option
+/// (1460) as a real stack would send, so middleboxes treat it as an ordinary connection attempt.
+pub fn tcp_syn(src: Ipv4Addr, src_port: u16, dst: Ipv4Addr, dst_port: u16, seq: u32) -> Vec<u8> {
+    let mut t = Vec::with_capacity(24);
+    t.extend_from_slice(&src_port.to_be_bytes());
+    t.extend_from_slice(&dst_port.to_be_bytes());
+    t.extend_from_slice(&seq.to_be_bytes());
+    t.extend_from_slice(&0u32.to_be_bytes()); // ack
+    t.push(6 << 4); // data offset: 6 words (20 + 4 bytes of options)
+    t.push(TCP_SYN);
+    t.extend_from_slice(&64240u16.to_be_bytes()); // window, as Linux offers
+    t.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
+    t.extend_from_slice(&[2, 4, 0x05, 0xb4]); // MSS 1460
+    let mut pseudo = Vec::with_capacity(12 + t.len());
+    pseudo.extend_from_slice(&src.octets());
+    pseudo.extend_from_slice(&dst.octets());
+    pseudo.push(0);
+    pseudo.push(PROTO_TCP);
+    pseudo.extend_from_slice(&(t.len() as u16).to_be_bytes());
+    pseudo.extend_from_slice(&t);
+    let c = checksum(&pseudo);
+    t[16..18].copy_from_slice(&c.to_be_bytes());
+    t
+}
+
+/// Parses a packet from the raw ICMP socket (IP header included). `None` for anything that
+/// cannot answer a probe: echo requests, other ICMP types, truncated quotes.
+pub fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
+    let (from, _, proto, icmp) = ip_header(pkt)?;
+    if proto != PROTO_ICMP || icmp.len() < 8 {
+        return None;
+    }
+    let (ty, code) = (icmp[0], icmp[1]);
+    match ty {
+        ICMP_ECHO_REPLY => Some(Reply {
+            from,
+            kind: ReplyKind::EchoReply,
+            probe: ProbeId::Echo {
+                ident: be16(&icmp[4..6]),
+                seq: be16(&icmp[6..8]),
+            },
+            quoted_dst: None,
+        }),
+        ICMP_TIME_EXCEEDED | ICMP_DEST_UNREACHABLE => {
+            let (_, qdst, qproto, qpayload) = ip_header(&icmp[8..])?;
+            if qpayload.len() < 8 {
+                return None;
+            }
+            let probe = match qproto {
+                PROTO_ICMP if qpayload[0] == ICMP_ECHO_REQUEST => ProbeId::Echo {
+                    ident: be16(&qpayload[4..6]),
+                    seq: be16(&qpayload[6..8]),
+                },
+                PROTO_UDP => ProbeId::Udp {
+                    src_port: be16(&qpayload[0..2]),
+                    dst_port: be16(&qpayload[2..4]),
+                },
+                PROTO_TCP => ProbeId::Tcp {
+                    src_port: be16(&qpayload[0..2]),
+                    dst_port: be16(&qpayload[2..4]),
+                    seq: be32(&qpayload[4..8]),
+                },
+                _ => return None,
+            };
+            let kind = if ty == ICMP_TIME_EXCEEDED {
+                ReplyKind::TimeExceeded
+            } else {
+                ReplyKind::Unreachable(code)
+            };
+            Some(Reply {
+                from,
+                kind,
+                probe,
+                quoted_dst: Some(qdst),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Parses a packet from the raw TCP socket (IP header included): a SYN-ACK or RST answering a
+/// SYN whose sequence number was `ack - 1`. Other segments (every TCP packet of the host reaches
+/// a raw TCP socket) give `None`.
+pub fn parse_tcp(pkt: &[u8]) -> Option<Reply> {
+    let (from, _, proto, tcp) = ip_header(pkt)?;
+    if proto != PROTO_TCP || tcp.len() < 20 {
+        return None;
+    }
+    let flags = tcp[13];
+    let kind = if flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK {
+        ReplyKind::SynAck
+    } else if flags & TCP_RST != 0 && flags & TCP_ACK != 0 {
+        ReplyKind::Rst
+    } else {
+        return None;
+    };
+    let ack = be32(&tcp[8..12]);
+    // The reply's ports are the probe's, swapped.
+    Some(Reply {
+        from,
+        kind,
+        probe: ProbeId::Tcp {
+            src_port: be16(&tcp[2..4]),
+            dst_port: be16(&tcp[0..2]),
+            seq: ack.wrapping_sub(1),
+        },
+        quoted_dst: None,
+    })
+}
+
+/// Source, destination, protocol and payload of an IPv4 packet.
+fn ip_header(pkt: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, u8, &[u8])> {
+    let vihl = *pkt.first()?;
+    if vihl >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(vihl & 0x0f) * 4;
+    if ihl < 20 || pkt.len() < ihl {
+        return None;
+    }
+    let src = Ipv4Addr::new(pkt[12], pkt[13], pkt[14], pkt[15]);
+    let dst = Ipv4Addr::new(pkt[16], pkt[17], pkt[18], pkt[19]);
+    Some((src, dst, pkt[9], &pkt[ihl..]))
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// RFC 1071 Internet checksum.
+pub fn checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = data
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROUTER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+    const ME: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+    const TARGET: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 4);
+
+    fn ip(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 1, proto, 0, 0];
+        p.extend_from_slice(&src.octets());
+        p.extend_from_slice(&dst.octets());
+        p.extend_from_slice(payload);
+        p
+    }
+
+    fn icmp_error(ty: u8, code: u8, quoted: &[u8]) -> Vec<u8> {
+        let mut m = vec![ty, code, 0, 0, 0, 0, 0, 0];
+        m.extend_from_slice(quoted);
+        ip(ROUTER, ME, PROTO_ICMP, &m)
+    }
+
+    #[test]
+    fn checksums_verify() {
+        assert_eq!(checksum(&echo_request(0xbeef, 9)), 0);
+        let syn = tcp_syn(ME, 40000, TARGET, 2380, 0x01020304);
+        let mut pseudo = Vec::new();
+        pseudo.extend_from_slice(&ME.octets());
+        pseudo.extend_from_slice(&TARGET.octets());
+        pseudo.extend_from_slice(&[0, PROTO_TCP, 0, syn.len() as u8]);
+        pseudo.extend_from_slice(&syn);
+        assert_eq!(checksum(&pseudo), 0);
+        assert_eq!(syn[13], TCP_SYN);
+    }
+
+    #[test]
+    fn time_exceeded_quoting_an_echo_names_its_sequence() {
+        let probe = ip(ME, TARGET, PROTO_ICMP, &echo_request(0xbeef, 9));
+        let r = parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &probe)).unwrap();
+        assert_eq!(r.from, ROUTER);
+        assert_eq!(r.kind, ReplyKind::TimeExceeded);
+        assert_eq!(
+            r.probe,
+            ProbeId::Echo {
+                ident: 0xbeef,
+                seq: 9
+            }
+        );
+        assert_eq!(r.quoted_dst, Some(TARGET));
+    }
+
+    #[test]
+    fn time_exceeded_quoting_a_syn_names_its_sequence_number() {
+        let syn = tcp_syn(ME, 40000, TARGET, 2380, 77);
+        // Routers may quote only 8 bytes of the payload.
+        let probe = ip(ME, TARGET, PROTO_TCP, &syn[..8]);
+        let r = parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &probe)).unwrap();
+        assert_eq!(
+            r.probe,
+            ProbeId::Tcp {
+                src_port: 40000,
+                dst_port: 2380,
+                seq: 77
+            }
+        );
+    }
+
+    #[test]
+    fn port_unreachable_quoting_udp_names_its_ports() {
+        let udp = [0x9c, 0x40, 0x82, 0x9a, 0, 8, 0, 0];
+        let probe = ip(ME, TARGET, PROTO_UDP, &udp);
+        let r = parse_icmp(&icmp_error(ICMP_DEST_UNREACHABLE, 3, &probe)).unwrap();
+        assert_eq!(r.kind, ReplyKind::Unreachable(CODE_PORT_UNREACHABLE));
+        assert_eq!(
+            r.probe,
+            ProbeId::Udp {
+                src_port: 40000,
+                dst_port: 33434
+            }
+        );
+    }
+
+    #[test]
+    fn echo_replies_parse_and_requests_and_short_quotes_do_not() {
+        let mut reply = echo_request(1, 2);
+        reply[0] = ICMP_ECHO_REPLY;
+        let r = parse_icmp(&ip(TARGET, ME, PROTO_ICMP, &reply)).unwrap();
+        assert_eq!(r.kind, ReplyKind::EchoReply);
+        assert_eq!(r.probe, ProbeId::Echo { ident: 1, seq: 2 });
+        assert!(parse_icmp(&ip(ME, TARGET, PROTO_ICMP, &echo_request(1, 2))).is_none());
+        let short = ip(ME, TARGET, PROTO_TCP, &[0x9c, 0x40, 0x09]);
+        assert!(parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &short)).is_none());
+        assert!(parse_icmp(&[0x45, 0]).is_none());
+    }
+
+    #[test]
+    fn syn_ack_and_rst_match_the_syn_they_answer() {
+        let mut seg = vec![0u8; 20];
+        seg[0..2].copy_from_slice(&2380u16.to_be_bytes());
+        seg[2..4].copy_from_slice(&40000u16.to_be_bytes());
+        seg[8..12].copy_from_slice(&78u32.to_be_bytes());
+        seg[12] = 5 << 4;
+        seg[13] = TCP_SYN | TCP_ACK;
+        let r = parse_tcp(&ip(TARGET, ME, PROTO_TCP, &seg)).unwrap();
+        assert_eq!(r.kind, ReplyKind::SynAck);
+        assert_eq!(
+            r.probe,
+            ProbeId::Tcp {
+                src_port: 40000,
+                dst_port: 2380,
+                seq: 77
+            }
+        );
+        seg[13] = TCP_RST | TCP_ACK;
+        assert_eq!(
+            parse_tcp(&ip(TARGET, ME, PROTO_TCP, &seg)).unwrap().kind,
+            ReplyKind::Rst
+        );
+        seg[13] = TCP_ACK; // an ordinary segment of some other connection
+        assert!(parse_tcp(&ip(TARGET, ME, PROTO_TCP, &seg)).is_none());
+    }
+}

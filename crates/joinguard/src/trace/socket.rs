@@ -1,0 +1,242 @@
+//! The tracer's sockets: raw ICMP and TCP sockets registered with tokio, kernel receive
+//! timestamps, the source-address lookup, and reverse DNS.
+//!
+//! This is the only part of the tracer that touches file descriptors; it knows nothing about
+//! hops or cycles.
+
+#![allow(unsafe_code)] // setsockopt(SO_TIMESTAMPNS), reading recvmsg's control bytes, getnameinfo.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use socket2::{Domain, MaybeUninitSlice, MsgHdrMut, Protocol, SockAddr, Socket, Type};
+use tokio::io::unix::AsyncFd;
+
+/// A raw IPv4 socket of one protocol (the kernel builds the IP header; reads include it).
+#[derive(Debug)]
+pub struct RawSocket {
+    fd: AsyncFd<Socket>,
+}
+
+impl RawSocket {
+    /// Opens a raw socket for `proto` (ICMP or TCP). `PermissionDenied` means no CAP_NET_RAW.
+    pub fn open(proto: Protocol) -> io::Result<RawSocket> {
+        let s = Socket::new(Domain::IPV4, Type::RAW, Some(proto))?;
+        s.set_nonblocking(true)?;
+        enable_rx_timestamps(&s);
+        // SAFETY: `s` owns its fd, which stays open and unchanged until the AsyncFd (which owns
+        // `s`) is dropped.
+        let fd = unsafe { AsyncFd::register(s) }.map_err(io::Error::from)?;
+        Ok(RawSocket { fd })
+    }
+
+    /// Binds the socket's source address (the kernel then uses it for what we send).
+    pub fn bind(&self, src: Ipv4Addr) -> io::Result<()> {
+        self.fd
+            .get_ref()
+            .bind(&SockAddr::from(SocketAddrV4::new(src, 0)))
+    }
+
+    /// Sends `payload` to `dst` with IP TTL `ttl`. Returns the wall-clock stamp taken just
+    /// before the send: a preemption after it can only lengthen an RTT, never shorten it.
+    pub fn send_with_ttl(&self, payload: &[u8], dst: Ipv4Addr, ttl: u8) -> io::Result<SystemTime> {
+        let s = self.fd.get_ref();
+        s.set_ttl_v4(u32::from(ttl))?;
+        let stamp = SystemTime::now();
+        s.send_to(payload, &SockAddr::from(SocketAddrV4::new(dst, 0)))?;
+        Ok(stamp)
+    }
+
+    /// Waits until the socket is readable.
+    pub async fn readable(&self) -> io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, Socket>> {
+        self.fd.readable().await
+    }
+
+    /// Reads one packet without blocking, with the kernel's receive timestamp when it gave one.
+    /// `WouldBlock` when drained.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, Option<SystemTime>)> {
+        // SAFETY: an initialised byte slice is a valid `[MaybeUninit<u8>]` of the same length;
+        // recvmsg only writes initialised bytes into it.
+        let buf = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        recv_stamped(self.fd.get_ref(), buf)
+    }
+}
+
+/// A UDP socket bound to an ephemeral port, for one UDP probe. Its local port identifies the
+/// probe in the ICMP error a router or the target sends back.
+pub fn udp_probe_socket(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_nonblocking(true)?;
+    s.bind(&SockAddr::from(SocketAddrV4::new(src, 0)))?;
+    let port = s
+        .local_addr()?
+        .as_socket_ipv4()
+        .map(|a| a.port())
+        .unwrap_or(0);
+    Ok((s, port))
+}
+
+/// Sends one UDP probe with TTL `ttl`; returns the stamp taken just before the send.
+pub fn udp_send(s: &Socket, dst: Ipv4Addr, port: u16, ttl: u8) -> io::Result<SystemTime> {
+    s.set_ttl_v4(u32::from(ttl))?;
+    let stamp = SystemTime::now();
+    s.send_to(
+        b"joinguard-trace",
+        &SockAddr::from(SocketAddrV4::new(dst, port)),
+    )?;
+    Ok(stamp)
+}
+
+/// Reserves a local TCP port for SYN probes: a bound, never-connected socket. While it is held no
+/// other local connection takes the port, and the kernel, finding no connection for the target's
+/// SYN-ACK, answers it with RST, so the target never sees a completed handshake.
+pub fn reserve_tcp_port(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
+    let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    s.bind(&SockAddr::from(SocketAddrV4::new(src, 0)))?;
+    let port = s
+        .local_addr()?
+        .as_socket_ipv4()
+        .map(|a| a.port())
+        .unwrap_or(0);
+    Ok((s, port))
+}
+
+/// The source address the kernel would use toward `dst` (a routing lookup, nothing is sent).
+pub fn source_for(dst: Ipv4Addr) -> io::Result<Ipv4Addr> {
+    let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    s.connect((dst, 33434))?;
+    match s.local_addr()? {
+        std::net::SocketAddr::V4(a) => Ok(*a.ip()),
+        std::net::SocketAddr::V6(_) => Err(io::Error::other("no IPv4 source address")),
+    }
+}
+
+fn enable_rx_timestamps(s: &Socket) {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid fd, a pointer to a c_int that outlives the call, and its size. Failure only
+    // means no kernel timestamps; the caller falls back to the time of the read.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+fn recv_stamped(
+    s: &Socket,
+    buf: &mut [MaybeUninit<u8>],
+) -> io::Result<(usize, Option<SystemTime>)> {
+    let mut control = [MaybeUninit::<u8>::new(0); 128];
+    let (n, clen) = {
+        let mut bufs = [MaybeUninitSlice::new(buf)];
+        let mut msg = MsgHdrMut::new()
+            .with_buffers(&mut bufs)
+            .with_control(&mut control);
+        let n = s.recvmsg(&mut msg, 0)?;
+        (n, msg.control_len())
+    };
+    // SAFETY: `control` was fully initialised with zeros above (and the kernel wrote the first
+    // `clen` bytes); `clen` never exceeds its length.
+    let bytes: &[u8] = unsafe {
+        std::slice::from_raw_parts(control.as_ptr().cast::<u8>(), clen.min(control.len()))
+    };
+    Ok((n, timestamp_from_control(bytes)))
+}
+
+/// Finds SCM_TIMESTAMPNS in recvmsg's control data (a sequence of cmsghdr + data, each aligned
+/// to the size of a pointer, as `CMSG_NXTHDR` walks it).
+fn timestamp_from_control(c: &[u8]) -> Option<SystemTime> {
+    let align = std::mem::size_of::<usize>();
+    let hdr = std::mem::size_of::<libc::cmsghdr>();
+    let up = |x: usize| x.div_ceil(align) * align;
+    let mut off = 0;
+    while off + hdr <= c.len() {
+        let len = usize::from_ne_bytes(c[off..off + align].try_into().ok()?);
+        let level = i32::from_ne_bytes(c[off + align..off + align + 4].try_into().ok()?);
+        let ty = i32::from_ne_bytes(c[off + align + 4..off + align + 8].try_into().ok()?);
+        if len < hdr {
+            return None;
+        }
+        let data = off + up(hdr);
+        if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPNS && data + 16 <= c.len() {
+            let sec = i64::from_ne_bytes(c[data..data + 8].try_into().ok()?);
+            let nsec = i64::from_ne_bytes(c[data + 8..data + 16].try_into().ok()?);
+            let d = Duration::new(u64::try_from(sec).ok()?, u32::try_from(nsec).ok()?);
+            return Some(UNIX_EPOCH + d);
+        }
+        off += up(len);
+    }
+    None
+}
+
+/// The name of `addr` by reverse DNS (getnameinfo with NI_NAMEREQD), or `None`. Blocking: call it
+/// from `spawn_blocking`.
+pub fn reverse_name(addr: Ipv4Addr) -> Option<String> {
+    let sa = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(addr.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    let mut host = [0 as libc::c_char; 1025];
+    // SAFETY: `sa` is a valid sockaddr_in of the given length; `host` is a writable buffer of
+    // the given length that getnameinfo NUL-terminates on success; no service buffer is asked.
+    let rc = unsafe {
+        libc::getnameinfo(
+            (&sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            host.as_mut_ptr(),
+            host.len() as libc::socklen_t,
+            std::ptr::null_mut(),
+            0,
+            libc::NI_NAMEREQD,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: on success `host` holds a NUL-terminated string within its bounds.
+    let name = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) };
+    Some(name.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_timestamp_among_control_messages() {
+        let align = std::mem::size_of::<usize>();
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        let mut c = Vec::new();
+        // An unrelated message first (IP_TTL, 4 bytes of data, padded).
+        c.extend_from_slice(&(hdr + 4).to_ne_bytes());
+        c.extend_from_slice(&libc::IPPROTO_IP.to_ne_bytes());
+        c.extend_from_slice(&libc::IP_TTL.to_ne_bytes());
+        c.resize(hdr, 0);
+        c.extend_from_slice(&64i32.to_ne_bytes());
+        c.resize((hdr + 4).div_ceil(align) * align, 0);
+        c.extend_from_slice(&(hdr + 16).to_ne_bytes());
+        c.extend_from_slice(&libc::SOL_SOCKET.to_ne_bytes());
+        c.extend_from_slice(&libc::SCM_TIMESTAMPNS.to_ne_bytes());
+        let start = c.len();
+        c.resize(start + (hdr - align - 8), 0);
+        c.extend_from_slice(&1_700_000_000i64.to_ne_bytes());
+        c.extend_from_slice(&5i64.to_ne_bytes());
+        let t = timestamp_from_control(&c).expect("timestamp");
+        assert_eq!(
+            t.duration_since(UNIX_EPOCH).unwrap(),
+            Duration::new(1_700_000_000, 5)
+        );
+        assert!(timestamp_from_control(&c[..8]).is_none());
+    }
+}
