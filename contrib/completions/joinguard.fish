@@ -29,7 +29,7 @@ complete -c joinguard -n "__fish_joinguard_needs_command" -s h -l help -d 'Print
 complete -c joinguard -n "__fish_joinguard_needs_command" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "preflight" -d 'Check that this node\'s network can carry a control-plane join'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "update-status" -d 'Write the control-plane join\'s status (idempotent, each call retried on its own policy)'
-complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "trace" -d 'Per-hop latency and loss to a target, like mtr (not built yet)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "trace" -d 'Per-hop latency and loss to a target, like `mtr --report` (ICMP, UDP or TCP SYN probes)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics (not built yet)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "version" -d 'Print build information (version, commit, target, rustc, static or dynamic)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "completion" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
@@ -72,8 +72,20 @@ json\t'One JSON object with `schemaVersion`'"
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l protocol -d 'Probe type. `tcp` sends SYNs to --port and never completes a handshake: it follows the path a service\'s connections take, through firewalls that treat ICMP differently' -r -f -a "icmp\t'ICMP echo requests (as `ping`, mtr\'s default)'
+udp\t'UDP datagrams (as `traceroute`): to --port, or to 33434 and up'
+tcp\t'TCP SYNs to --port (as `mtr -T`, `tcptraceroute`): follows the path a connection to the service takes through firewalls that treat ICMP differently. Never completes a handshake'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l port -d 'Destination port: required for tcp; for udp a fixed port instead of 33434 and up' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s c -l cycles -d 'Probes per hop (mtr\'s --report-cycles)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l max-hops -d 'Highest TTL probed' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l interval -d 'Time between two cycles. Routers rate-limit their answers (Linux: about one per second per source after a burst of 6), so faster cycles can show loss at a router that is not on the path' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l probe-timeout -d 'How long one probe waits for its answer before it counts as lost' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l timeout -d 'Deadline for the whole trace; it then ends with the hops it saw' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
+json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l dns -d 'Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
-complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help'
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help'
@@ -92,7 +104,7 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s h -l help -d
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "preflight" -d 'Check that this node\'s network can carry a control-plane join'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "update-status" -d 'Write the control-plane join\'s status (idempotent, each call retried on its own policy)'
-complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "trace" -d 'Per-hop latency and loss to a target, like mtr (not built yet)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "trace" -d 'Per-hop latency and loss to a target, like `mtr --report` (ICMP, UDP or TCP SYN probes)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics (not built yet)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "version" -d 'Print build information (version, commit, target, rustc, static or dynamic)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "completion" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
