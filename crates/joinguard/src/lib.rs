@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod joinconfig;
 pub mod kube;
 pub mod logging;
+pub mod monitor;
 pub mod output;
 pub mod preflight;
 pub mod probe;

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Command::Version => joinguard::output::print_version(),
         Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
         Command::Trace(_) => joinguard::output::unbuilt("trace"),
-        Command::Monitor(_) => joinguard::output::unbuilt("monitor"),
+        Command::Monitor(args) => joinguard::monitor::run_cli(args),
     };
     ExitCode::from(code)
 }
