@@ -281,7 +281,27 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
 
     // The output parses with the reference parser, in both formats, with the families and
     // labels documented in docs/monitor.md.
+    // The checks are judged once per interval: wait for a verdict on every member.
+    fx.wait_metrics(
+        "EtcdPeerLatency judged for all peers",
+        Duration::from_secs(5),
+        |m| {
+            (0..3).all(|i| {
+                let t = fx.name("etcd-peer", i);
+                sample(
+                    m,
+                    "joinguard_check_status",
+                    &[("check", "EtcdPeerLatency"), ("target", &t)],
+                )
+                .is_some()
+            })
+        },
+    );
     let text = fx.metrics();
+    // For docs/monitor.md's sample scrape: JOINGUARD_MONITOR_SCRAPE_OUT=/path keeps a copy.
+    if let Some(out) = std::env::var_os("JOINGUARD_MONITOR_SCRAPE_OUT") {
+        std::fs::write(&out, &text).unwrap();
+    }
     let v = python_parse("prometheus", &text);
     for (family, typ) in [
         ("joinguard_probe_rtt_seconds", "histogram"),
@@ -364,6 +384,7 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     );
     let body = fx.wait_ready(503, "EtcdPeerLatency", Duration::from_secs(5));
     assert!(body.contains(&peer2), "{body}");
+    eprintln!("/readyz while m2 is impaired:\n{body}");
 
     // Lifted: the RTT recovers within two intervals, the check and /readyz after the window.
     fx.lab.net().set_link(

@@ -370,7 +370,10 @@ async fn evaluate_loop(shared: Arc<Shared>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        evaluate(&shared);
+        // Judging 10,000 windows takes tens of milliseconds: off the probes' worker threads, so
+        // it never delays a probe's timer.
+        let s = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || evaluate(&s)).await;
     }
 }
 

@@ -38,9 +38,30 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
         };
         let shared = shared.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(respond(&shared, &req)) }
+                let path = req.uri().path().to_string();
+                let accept = req
+                    .headers()
+                    .get(hyper::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                async move {
+                    // Encoding a 10,000-target scrape takes a while: off the probes' workers,
+                    // so a scrape never delays a probe's timer.
+                    let r = tokio::task::spawn_blocking(move || {
+                        respond(&shared, &path, accept.as_deref())
+                    })
+                    .await
+                    .unwrap_or_else(|_| {
+                        text(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "text/plain; charset=utf-8",
+                            "internal error\n".into(),
+                        )
+                    });
+                    Ok::<_, Infallible>(r)
+                }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc)
@@ -70,15 +91,11 @@ pub fn wants_openmetrics(accept: Option<&str>) -> bool {
     })
 }
 
-fn respond(shared: &Shared, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn respond(shared: &Shared, path: &str, accept: Option<&str>) -> Response<Full<Bytes>> {
     const PLAIN: &str = "text/plain; charset=utf-8";
-    match req.uri().path() {
+    match path {
         "/metrics" => {
             shared.metrics.sync_retries(&shared.recorder);
-            let accept = req
-                .headers()
-                .get(hyper::header::ACCEPT)
-                .and_then(|v| v.to_str().ok());
             if wants_openmetrics(accept) {
                 text(StatusCode::OK, OPENMETRICS, shared.metrics.openmetrics())
             } else {

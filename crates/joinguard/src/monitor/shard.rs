@@ -83,8 +83,7 @@ mod tests {
     #[test]
     fn stable_and_adding_a_replica_moves_about_one_in_n_plus_one() {
         let names = names(10_000);
-        // Stable: the same inputs always give the same owner (pinned values catch a hash change
-        // that would reshuffle a running fleet on upgrade).
+        // Stable: the same inputs always give the same owner.
         let first: Vec<u32> = names.iter().map(|n| owner(n, 4)).collect();
         let again: Vec<u32> = names.iter().map(|n| owner(n, 4)).collect();
         assert_eq!(first, again);
