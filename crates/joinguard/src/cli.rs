@@ -41,8 +41,8 @@ pub enum Command {
     UpdateStatus(Box<UpdateStatusArgs>),
     /// Per-hop latency and loss to a target, like `mtr --report` (ICMP, UDP or TCP SYN probes).
     Trace(Box<TraceArgs>),
-    /// Run the preflight probes continuously and serve Prometheus metrics (not built yet).
-    Monitor(Unbuilt),
+    /// Run the preflight probes continuously and serve Prometheus metrics, /healthz and /readyz.
+    Monitor(MonitorArgs),
     /// Print build information (version, commit, target, rustc, static or dynamic).
     Version(VersionArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -106,6 +106,51 @@ pub struct Unbuilt {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
     pub rest: Vec<String>,
 }
+
+/// `joinguard monitor`.
+///
+/// Runs the preflight probes (TCP connect, /readyz, etcd Status and quorum read, etcd peer
+/// /raft/probing) continuously, each target on its own schedule, judges sliding windows with
+/// preflight's checks and thresholds, and serves the result: /metrics (Prometheus or OpenMetrics
+/// text), /healthz, and /readyz (503 while a check is in error). Targets come from a static list,
+/// from preflight's inputs (including token discovery) and from etcd MemberList, refreshed.
+#[derive(Args, Debug)]
+#[command(after_long_help = MONITOR_EXAMPLES)]
+pub struct MonitorArgs {
+    /// The monitor's configuration (YAML; see docs/monitor.md for every field).
+    #[arg(long, value_name = "monitor.yaml")]
+    pub config: PathBuf,
+
+    /// Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default
+    /// 0.0.0.0:9810).
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+const MONITOR_EXAMPLES: &str = "\
+Examples:
+  # On a control-plane node (the DaemonSet in deploy/ does this), monitor.yaml:
+  #   interval: 10s
+  #   cluster:
+  #     etcdEndpoints: [https://127.0.0.1:2379]
+  #     etcdCacert: /etc/kubernetes/pki/etcd/ca.crt
+  #     etcdCert: /etc/kubernetes/pki/apiserver-etcd-client.crt
+  #     etcdKey: /etc/kubernetes/pki/apiserver-etcd-client.key
+  #     apiServerEndpoint: 10.0.0.10:6443
+  #     apiserverCacert: /etc/kubernetes/pki/ca.crt
+  joinguard monitor --config /etc/joinguard/monitor.yaml
+
+  # A fleet from a management cluster: static API endpoints, 3 replicas sharing them:
+  #   targets:
+  #     - {name: cluster-a, kind: api-server, endpoint: cluster-a.example:6443}
+  #   shard: {replicas: 3}        # index from $POD_NAME (StatefulSet ordinal)
+  joinguard monitor --config monitor.yaml --listen 0.0.0.0:9810
+
+  curl -s localhost:9810/metrics | grep joinguard_check_status
+  curl -s localhost:9810/readyz
+
+Exit codes: 0 stopped by SIGTERM/SIGINT, 2 invalid configuration (the message names the field),
+3 trust failure during discovery. See docs/monitor.md.";
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

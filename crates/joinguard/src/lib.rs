@@ -11,6 +11,7 @@ pub mod joinconfig;
 pub mod kube;
 pub mod logging;
 pub mod manual;
+pub mod monitor;
 pub mod output;
 pub mod preflight;
 pub mod probe;

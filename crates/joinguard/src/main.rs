@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Command::Man(args) => joinguard::manual::run_man(args),
         Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
         Command::Trace(args) => joinguard::trace::command::run_cli(*args),
-        Command::Monitor(_) => joinguard::output::unbuilt("monitor"),
+        Command::Monitor(args) => joinguard::monitor::run_cli(args),
     };
     ExitCode::from(code)
 }

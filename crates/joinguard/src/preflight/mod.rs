@@ -53,31 +53,7 @@ impl Outcome {
 }
 
 /// Entry point of `joinguard preflight`: returns the process exit code.
-pub fn run_cli(mut args: PreflightArgs) -> u8 {
-    let file_discovery = match merge_join_config(&mut args) {
-        Ok(f) => f,
-        Err(e) => {
-            output::say(&format!("joinguard preflight: {e}"));
-            return exit::INVALID_INPUT;
-        }
-    };
-    let discovery = match DiscoveryInput::from_args(&args) {
-        Ok(d) => d,
-        Err(e) => {
-            output::say(&format!("joinguard preflight: {e}"));
-            return exit::INVALID_INPUT;
-        }
-    };
-    let mut input = match PreflightInput::from_args(&args) {
-        Ok(i) => i,
-        Err(e) => {
-            output::say(&format!("joinguard preflight: {e}"));
-            return exit::INVALID_INPUT;
-        }
-    };
-    if let Some(ca) = file_discovery {
-        input.api_ca = Some(ca);
-    }
+pub fn run_cli(args: PreflightArgs) -> u8 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -91,27 +67,49 @@ pub fn run_cli(mut args: PreflightArgs) -> u8 {
             return exit::UNFIT;
         }
     };
+    let input = match rt.block_on(resolve_input(args, &Recorder::new())) {
+        Ok(i) => i,
+        Err((code, e)) => {
+            output::say(&format!("joinguard preflight: {e}"));
+            return code;
+        }
+    };
+    let outcome = rt.block_on(preflight(&input));
+    print_outcome(&input, &outcome);
+    outcome.exit_code()
+}
+
+/// Turns preflight's inputs into validated targets and TLS material: `--config` merged under the
+/// flags, then token discovery (cluster-info, kubeadm-config, kubeadm-certs) when a token is
+/// given. `joinguard monitor` reuses it, so both commands accept the same inputs. Errors carry
+/// the exit code (2 invalid input, 3 trust failure, 1 discovery failed) and the message.
+pub async fn resolve_input(
+    mut args: PreflightArgs,
+    recorder: &Recorder,
+) -> Result<PreflightInput, (u8, String)> {
+    let file_discovery = merge_join_config(&mut args).map_err(|e| (exit::INVALID_INPUT, e))?;
+    let discovery = DiscoveryInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e))?;
+    let mut input =
+        PreflightInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e.to_string()))?;
+    if let Some(ca) = file_discovery {
+        input.api_ca = Some(ca);
+    }
     if let Some(d) = discovery {
-        match rt.block_on(d.run(input.timeout)) {
-            Ok(found) => {
-                if let Err(e) = found.apply(&mut input, &args) {
-                    output::say(&format!("joinguard preflight: {e}"));
-                    return exit::INVALID_INPUT;
-                }
-            }
+        match d.run(input.timeout, recorder).await {
+            Ok(found) => found
+                .apply(&mut input, &args)
+                .map_err(|e| (exit::INVALID_INPUT, e))?,
             Err(e) => {
-                output::say(&format!("joinguard preflight: {e}"));
-                return match e {
+                let code = match e {
                     DiscoveryError::Trust(_) => exit::TRUST_FAILURE,
                     DiscoveryError::Input(_) => exit::INVALID_INPUT,
                     DiscoveryError::Failed(_) => exit::UNFIT,
                 };
+                return Err((code, e.to_string()));
             }
         }
     }
-    let outcome = rt.block_on(preflight(&input));
-    print_outcome(&input, &outcome);
-    outcome.exit_code()
+    Ok(input)
 }
 
 /// Fills what the flags leave open from `--config` (flags win, as in kubeadm). With
@@ -256,8 +254,11 @@ impl DiscoveryInput {
 
     /// Runs discovery on the `connect` policy within `timeout`, then reads what the token may
     /// read about the cluster (kubeadm-config; kubeadm-certs with a certificate key).
-    async fn run(&self, timeout: Duration) -> Result<Discovered, DiscoveryError> {
-        let recorder = Recorder::new();
+    async fn run(
+        &self,
+        timeout: Duration,
+        recorder: &Recorder,
+    ) -> Result<Discovered, DiscoveryError> {
         let deadline = tokio::time::Instant::now() + timeout;
         output::say(&format!(
             "[preflight] Discovering the cluster CA from {} (token id {})",
@@ -265,7 +266,7 @@ impl DiscoveryInput {
             self.token.id()
         ));
         let policy = discovery::policy(Some(deadline));
-        let d = discovery::discover(&self.endpoint, &self.token, &self.trust, &policy, &recorder)
+        let d = discovery::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder)
             .await?;
         if d.ca_unverified {
             output::say(
@@ -309,7 +310,7 @@ impl DiscoveryInput {
             &client,
             admin,
             &read,
-            &recorder,
+            recorder,
             match (&self.certificate_key, &self.cert_dir) {
                 (Some(k), _) => Some(cluster::CertSource::KubeadmCerts(k)),
                 (None, Some(m)) => Some(cluster::CertSource::Files(m.clone())),

@@ -960,7 +960,7 @@ fn label_members(obs: &mut Observations) {
     }
 }
 
-fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
+pub(crate) fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
     match e {
         EtcdFailure::Timeout(ms) => ProbeFailure::Timeout(*ms),
         EtcdFailure::Refused => ProbeFailure::Refused,
@@ -971,7 +971,7 @@ fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
     }
 }
 
-fn http_probe_failure(e: &HttpFailure) -> ProbeFailure {
+pub(crate) fn http_probe_failure(e: &HttpFailure) -> ProbeFailure {
     match e {
         HttpFailure::Timeout { after_ms, .. } => ProbeFailure::Timeout(*after_ms),
         HttpFailure::Tls(tls::TlsFailure::Tcp(f)) => f.clone(),

@@ -1,0 +1,425 @@
+//! The monitor's metric families (prometheus-client) and their exposition in OpenMetrics or
+//! Prometheus text.
+//!
+//! Label sets are fixed here and nowhere else: `target` (a configured or discovered target name,
+//! capped by `maxTargets`), `probe` (the [`ProbeKind`] names), `check` (the [`CheckName`]s),
+//! `reason` (five failure kinds) and, for retries, `op` and `class` (the retry layer's operation
+//! names and its five classes). No label ever carries a measured value, an error text or a
+//! timestamp, so series per instance stay below `targets x (probes x 4 + checks + 1)`. A target
+//! that goes away has its series removed.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::AtomicU64;
+
+use crate::check::{CheckResult, Status};
+use crate::probe::{ProbeFailure, ProbeKind};
+use crate::retry::Recorder;
+
+/// RTT buckets, seconds: 0.1 ms (loopback, same rack) to 5 s (a probe timing out). They include
+/// 33 ms and 66 ms, the EtcdPeerLatency warning and error limits at etcd's default 100 ms
+/// heartbeat (1/3 and 2/3 of it, OpenShift's etcd latency guidance), so `histogram_quantile`
+/// is exact at the thresholds that matter.
+pub const RTT_BUCKETS: [f64; 18] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.033, 0.05, 0.066, 0.1, 0.25, 0.5,
+    1.0, 2.0, 3.0, 5.0,
+];
+
+/// Scheduling lag buckets, seconds: tokio's timer has 1 ms resolution, so the interesting range
+/// is 1 ms to 100 ms; above a second a probe round is effectively missed.
+pub const LAG_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProbeLabels {
+    pub target: String,
+    pub probe: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabels {
+    pub target: String,
+    pub probe: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CheckLabels {
+    pub check: String,
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabels {
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RetryLabels {
+    pub op: String,
+    pub class: String,
+}
+
+type GaugeF = Gauge<f64, AtomicU64>;
+type HistFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn rtt_histogram() -> Histogram {
+    Histogram::new(RTT_BUCKETS.iter().copied())
+}
+
+/// The failure kinds of the `reason` label.
+pub fn reason(f: &ProbeFailure) -> &'static str {
+    match f {
+        ProbeFailure::Timeout(_) => "timeout",
+        ProbeFailure::Refused => "refused",
+        ProbeFailure::Io(_) => "io",
+        ProbeFailure::Tls(_) => "tls",
+        ProbeFailure::Protocol(_) => "protocol",
+    }
+}
+
+/// The check status gauge's values: 0 ok, 1 warning (or an ignored error), 2 error.
+pub fn status_value(s: Status) -> i64 {
+    match s {
+        Status::Ok => 0,
+        Status::Warning | Status::Ignored => 1,
+        Status::Error => 2,
+    }
+}
+
+/// Every family the monitor exports, registered once.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    rtt: HistFamily<ProbeLabels>,
+    last_rtt: Family<ProbeLabels, GaugeF>,
+    attempts: Family<ProbeLabels, Counter>,
+    failures: Family<FailureLabels, Counter>,
+    up: Family<TargetLabels, Gauge>,
+    check: Family<CheckLabels, Gauge>,
+    retries: Family<RetryLabels, Counter>,
+    lag: Histogram,
+    skipped: Counter,
+    targets: Gauge,
+    targets_capped: Gauge,
+    targets_other_shards: Gauge,
+    /// The check series set last time, to remove those that are gone.
+    check_keys: Mutex<BTreeSet<(String, String)>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("joinguard");
+        let rtt: HistFamily<ProbeLabels> = Family::new_with_constructor(rtt_histogram);
+        let last_rtt = Family::<ProbeLabels, GaugeF>::default();
+        let attempts = Family::<ProbeLabels, Counter>::default();
+        let failures = Family::<FailureLabels, Counter>::default();
+        let up = Family::<TargetLabels, Gauge>::default();
+        let check = Family::<CheckLabels, Gauge>::default();
+        let retries = Family::<RetryLabels, Counter>::default();
+        let lag = Histogram::new(LAG_BUCKETS.iter().copied());
+        let skipped = Counter::default();
+        let targets = Gauge::default();
+        let targets_capped = Gauge::default();
+        let targets_other_shards = Gauge::default();
+        registry.register_with_unit(
+            "probe_rtt",
+            "Round-trip time of successful probes, per target and probe",
+            Unit::Seconds,
+            rtt.clone(),
+        );
+        registry.register_with_unit(
+            "probe_last_rtt",
+            "RTT of the most recent successful probe (NaN after a failure)",
+            Unit::Seconds,
+            last_rtt.clone(),
+        );
+        registry.register(
+            "probe_attempts",
+            "Probes attempted, per target and probe",
+            attempts.clone(),
+        );
+        registry.register(
+            "probe_failures",
+            "Probes that produced no RTT (loss), per target, probe and reason \
+             (timeout, refused, io, tls, protocol)",
+            failures.clone(),
+        );
+        registry.register(
+            "target_up",
+            "1 when the target's most recent probe round succeeded, 0 when it failed",
+            up.clone(),
+        );
+        registry.register(
+            "check_status",
+            "The preflight check's status over the sliding window: 0 ok, 1 warning, 2 error",
+            check.clone(),
+        );
+        registry.register(
+            "retry_attempts",
+            "Attempts made by the retry layer (discovery, etcd MemberList), per operation and \
+             class",
+            retries.clone(),
+        );
+        registry.register_with_unit(
+            "probe_schedule_lag",
+            "How late a probe started after its scheduled time (runtime overload, not the \
+             target's slowness)",
+            Unit::Seconds,
+            lag.clone(),
+        );
+        registry.register(
+            "probe_rounds_skipped",
+            "Probe rounds skipped because the previous round of the same target was still \
+             running (a slow or blackholed target)",
+            skipped.clone(),
+        );
+        registry.register("targets", "Targets this instance probes", targets.clone());
+        registry.register(
+            "targets_over_cap",
+            "Targets of this instance's shard left out because of maxTargets",
+            targets_capped.clone(),
+        );
+        registry.register(
+            "targets_other_shards",
+            "Known targets that other replicas probe (shard)",
+            targets_other_shards.clone(),
+        );
+        Metrics {
+            registry,
+            rtt,
+            last_rtt,
+            attempts,
+            failures,
+            up,
+            check,
+            retries,
+            lag,
+            skipped,
+            targets,
+            targets_capped,
+            targets_other_shards,
+            check_keys: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Records one probe attempt.
+    pub fn observe(&self, target: &str, probe: ProbeKind, result: &Result<Duration, ProbeFailure>) {
+        let labels = ProbeLabels {
+            target: target.to_string(),
+            probe: probe.as_str().to_string(),
+        };
+        self.attempts.get_or_create(&labels).inc();
+        match result {
+            Ok(d) => {
+                self.rtt.get_or_create(&labels).observe(d.as_secs_f64());
+                self.last_rtt.get_or_create(&labels).set(d.as_secs_f64());
+            }
+            Err(f) => {
+                self.failures
+                    .get_or_create(&FailureLabels {
+                        target: target.to_string(),
+                        probe: probe.as_str().to_string(),
+                        reason: reason(f).to_string(),
+                    })
+                    .inc();
+                self.last_rtt.get_or_create(&labels).set(f64::NAN);
+            }
+        }
+    }
+
+    pub fn set_up(&self, target: &str, up: bool) {
+        self.up
+            .get_or_create(&TargetLabels {
+                target: target.to_string(),
+            })
+            .set(i64::from(up));
+    }
+
+    pub fn observe_lag(&self, lag: Duration) {
+        self.lag.observe(lag.as_secs_f64());
+    }
+
+    pub fn skipped(&self) {
+        self.skipped.inc();
+    }
+
+    pub fn set_target_counts(&self, probed: usize, capped: usize, other_shards: usize) {
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        self.targets.set(n(probed));
+        self.targets_capped.set(n(capped));
+        self.targets_other_shards.set(n(other_shards));
+    }
+
+    /// Removes every series of a target that is no longer probed.
+    pub fn forget(&self, target: &str, probes: &[ProbeKind]) {
+        for p in probes {
+            let labels = ProbeLabels {
+                target: target.to_string(),
+                probe: p.as_str().to_string(),
+            };
+            self.rtt.remove(&labels);
+            self.last_rtt.remove(&labels);
+            self.attempts.remove(&labels);
+            for r in ["timeout", "refused", "io", "tls", "protocol"] {
+                self.failures.remove(&FailureLabels {
+                    target: target.to_string(),
+                    probe: p.as_str().to_string(),
+                    reason: r.to_string(),
+                });
+            }
+        }
+        self.up.remove(&TargetLabels {
+            target: target.to_string(),
+        });
+    }
+
+    /// Sets the check gauges to `results` (worst status per (check, target)) and removes the
+    /// series of checks that no longer exist.
+    pub fn set_checks(&self, results: &[CheckResult], name_of: &dyn Fn(&str) -> String) {
+        let mut worst: std::collections::BTreeMap<(String, String), i64> = Default::default();
+        for r in results {
+            let key = (r.name.as_str().to_string(), name_of(&r.target));
+            let v = status_value(r.status);
+            let e = worst.entry(key).or_insert(v);
+            *e = (*e).max(v);
+        }
+        let mut keys = self.check_keys.lock().unwrap_or_else(|e| e.into_inner());
+        for old in keys.iter() {
+            if !worst.contains_key(old) {
+                self.check.remove(&CheckLabels {
+                    check: old.0.clone(),
+                    target: old.1.clone(),
+                });
+            }
+        }
+        for ((check, target), v) in &worst {
+            self.check
+                .get_or_create(&CheckLabels {
+                    check: check.clone(),
+                    target: target.clone(),
+                })
+                .set(*v);
+        }
+        *keys = worst.into_keys().collect();
+    }
+
+    /// Brings the retry counters up to the recorder's counts (they only grow).
+    pub fn sync_retries(&self, recorder: &Recorder) {
+        for c in recorder.counts() {
+            let counter = self.retries.get_or_create(&RetryLabels {
+                op: c.op.clone(),
+                class: c.class.as_str().to_string(),
+            });
+            let have = counter.get();
+            if c.count > have {
+                counter.inc_by(c.count - have);
+            }
+        }
+    }
+
+    /// The exposition in OpenMetrics text (ends with `# EOF`).
+    pub fn openmetrics(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// The exposition in Prometheus text 0.0.4, derived from the OpenMetrics text.
+    pub fn prometheus_text(&self) -> String {
+        to_prometheus_text(&self.openmetrics())
+    }
+}
+
+/// OpenMetrics text to Prometheus text 0.0.4: a counter family `x` exposes its sample as
+/// `x_total`, and Prometheus text names the family after the sample, so HELP and TYPE lines of
+/// counters get the `_total` suffix; `# UNIT` and `# EOF` have no place there and are dropped.
+pub fn to_prometheus_text(om: &str) -> String {
+    let counters: BTreeSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(om.len());
+    for line in om.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let rewritten = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        match rewritten {
+            Some(l) => out.push_str(l.trim_end()),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_text_names_counter_families_after_their_samples() {
+        let m = Metrics::new();
+        m.observe(
+            "etcd-peer/10.0.0.11:2380",
+            ProbeKind::EtcdPeerProbe,
+            &Ok(Duration::from_millis(3)),
+        );
+        m.observe(
+            "etcd-peer/10.0.0.11:2380",
+            ProbeKind::EtcdPeerProbe,
+            &Err(ProbeFailure::Timeout(2000)),
+        );
+        let om = m.openmetrics();
+        assert!(om.ends_with("# EOF\n"), "{om}");
+        assert!(
+            om.contains("# TYPE joinguard_probe_attempts counter"),
+            "{om}"
+        );
+        let text = m.prometheus_text();
+        assert!(
+            text.contains("# TYPE joinguard_probe_attempts_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# HELP joinguard_probe_attempts_total Probes attempted"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "joinguard_probe_failures_total{target=\"etcd-peer/10.0.0.11:2380\",probe=\"etcd-peer-probe\",reason=\"timeout\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("# EOF") && !text.contains("# UNIT"),
+            "{text}"
+        );
+        m.forget("etcd-peer/10.0.0.11:2380", &[ProbeKind::EtcdPeerProbe]);
+        assert!(!m.openmetrics().contains("10.0.0.11"));
+    }
+}
