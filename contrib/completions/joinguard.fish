@@ -30,7 +30,7 @@ complete -c joinguard -n "__fish_joinguard_needs_command" -s V -l version -d 'Pr
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "preflight" -d 'Check that this node\'s network can carry a control-plane join'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "update-status" -d 'Write the control-plane join\'s status (idempotent, each call retried on its own policy)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "trace" -d 'Per-hop latency and loss to a target, like `mtr --report` (ICMP, UDP or TCP SYN probes)'
-complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics (not built yet)'
+complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics, /healthz and /readyz'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "version" -d 'Print build information (version, commit, target, rustc, static or dynamic)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "completion" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "man" -d 'Print the man page of joinguard or of one of its commands (roff, for `man -l -`)'
@@ -87,8 +87,10 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l dns -d 'Lo
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l config -d 'The monitor\'s configuration (YAML; see docs/monitor.md for every field)' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l listen -d 'Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default 0.0.0.0:9810)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
-complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help'
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s o -l output -d 'Output format: one line, or JSON with `schemaVersion` (like `kubectl version -o json`)' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
 json\t'One JSON object with `schemaVersion`'"
@@ -105,7 +107,7 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s V -l version
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "preflight" -d 'Check that this node\'s network can carry a control-plane join'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "update-status" -d 'Write the control-plane join\'s status (idempotent, each call retried on its own policy)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "trace" -d 'Per-hop latency and loss to a target, like `mtr --report` (ICMP, UDP or TCP SYN probes)'
-complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics (not built yet)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "monitor" -d 'Run the preflight probes continuously and serve Prometheus metrics, /healthz and /readyz'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "version" -d 'Print build information (version, commit, target, rustc, static or dynamic)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "completion" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand help; and not __fish_seen_subcommand_from preflight update-status trace monitor version completion man help" -f -a "man" -d 'Print the man page of joinguard or of one of its commands (roff, for `man -l -`)'
