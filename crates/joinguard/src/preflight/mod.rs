@@ -90,6 +90,7 @@ pub fn run_cli(mut args: PreflightArgs) -> u8 {
             return exit::UNFIT;
         }
     };
+    let started = std::time::Instant::now();
     if let Some(d) = discovery {
         match rt.block_on(d.run(input.timeout)) {
             Ok(found) => {
@@ -107,6 +108,13 @@ pub fn run_cli(mut args: PreflightArgs) -> u8 {
                 };
             }
         }
+    }
+    if input.wait.is_none() {
+        // --timeout bounds the whole run: discovery took its share of it already.
+        input.timeout = input
+            .timeout
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(500));
     }
     let outcome = rt.block_on(preflight(&input));
     print_outcome(&input, &outcome);
