@@ -296,10 +296,10 @@ fn hostile_servers_end_in_time_name_the_target_and_the_fault_and_stay_small() {
             failures.push(format!("{what}: peak RSS {} KiB", m.peak_rss_kib));
         }
     }
-    println!("{table}peak RSS over all cases: {peak} KiB");
+    eprintln!("{table}peak RSS over all cases: {peak} KiB");
     if !failures.is_empty() {
         for ((case, _), m) in cases.iter().zip(&servers).zip(&results) {
-            println!(
+            eprintln!(
                 "---- {:?} {:?}\n{}",
                 case.via,
                 case.fault,
@@ -402,7 +402,7 @@ fn bad_cli_and_config_inputs_exit_2_naming_the_flag_or_field() {
         let stderr = String::from_utf8_lossy(&m.output.stderr);
         let code = m.output.status.code();
         let first = stderr.lines().next().unwrap_or("").to_string();
-        println!("{i:>2} exit {code:?} {:<70} {first}", case.args);
+        eprintln!("{i:>2} exit {code:?} {:<70} {first}", case.args);
         if code != Some(2) || !stderr.contains(case.want) || stderr.contains("panicked") {
             failures.push(format!(
                 "{}: exit {code:?}, want 2 and {:?}:\n{stderr}",
@@ -616,7 +616,7 @@ fn secrets_appear_in_no_output_and_no_file_at_top_verbosity() {
         let m = output_with_peak_rss(&mut cmd, Duration::from_secs(90)).expect("joinguard ran");
         let out = text(&m);
         let code = m.output.status.code().unwrap_or(-1);
-        println!(
+        eprintln!(
             "{what}: exit {code}, {} bytes of output at -vvv, {} KiB peak RSS",
             out.len(),
             m.peak_rss_kib
@@ -643,7 +643,7 @@ fn secrets_appear_in_no_output_and_no_file_at_top_verbosity() {
                 );
             }
         }
-        println!("  files written in its working dir / TMPDIR: {written:?}");
+        eprintln!("  files written in its working dir / TMPDIR: {written:?}");
     }
     // The failure paths did fail (else they prove nothing about failure paths).
     let codes: Vec<i32> = expected_codes.iter().map(|(_, c)| *c).collect();
@@ -725,7 +725,7 @@ fn etcd_write_probe_killed_between_put_and_revoke_leaves_no_key_after_the_ttl() 
         let _ = watch.wait();
         assert!(put_seen, "attempt {attempt}: the write probe never wrote");
         left = keys();
-        println!("attempt {attempt}: killed on the put; keys left right after: {left:?}");
+        eprintln!("attempt {attempt}: killed on the put; keys left right after: {left:?}");
         if !left.is_empty() {
             break;
         }
