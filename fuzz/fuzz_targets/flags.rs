@@ -24,10 +24,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = joinguard::cli::parse_duration(s);
     let _ = joinguard::joinconfig::parse_go_duration(s);
     if let Err(e) = joinguard::discovery::BootstrapToken::parse(s) {
-        assert!(
-            s.len() < 8 || !e.contains(s),
-            "the token error repeats the value"
-        );
+        // The error must not depend on the value at all (so it cannot repeat any of it). Not
+        // "does not contain the input": the message's own example token contains many inputs
+        // (crash `abcdef.0123456789a` in fuzz/regressions/flags, a false positive of that oracle).
+        let reference = joinguard::discovery::BootstrapToken::parse("x").unwrap_err();
+        assert_eq!(e, reference, "the token error depends on the value");
     }
     let _ = joinguard::discovery::cluster::parse_certificate_key(s);
 });

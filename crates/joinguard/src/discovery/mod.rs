@@ -385,6 +385,15 @@ mod tests {
             assert!(!e.contains(bad), "{e}");
         }
         assert!(!format!("{:?}", token()).contains("0123456789abcdef"));
+        // The error is one fixed text, whatever the value (fuzz target `flags`).
+        let reference = BootstrapToken::parse("x").unwrap_err();
+        for bad in ["abcdef.0123456789a", "", "abcdef.", ".0123456789abcdef"] {
+            assert_eq!(
+                BootstrapToken::parse(bad).unwrap_err(),
+                reference,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
