@@ -136,9 +136,16 @@ const VERSIONS: &[&str] = &["kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"];
 
 impl JoinConfig {
     pub fn load(path: &Path) -> Result<JoinConfig, JoinConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| JoinConfigError::Unreadable {
+        let unreadable = |source| JoinConfigError::Unreadable {
             path: path.to_owned(),
             source,
+        };
+        let bytes = crate::limits::read_file(path).map_err(unreadable)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            unreadable(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not UTF-8 text",
+            ))
         })?;
         Self::parse(path, &text)
     }

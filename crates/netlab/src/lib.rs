@@ -13,6 +13,7 @@ pub mod control;
 pub mod etcd;
 pub mod forwarder;
 pub mod host;
+pub mod hostile;
 pub mod impair;
 pub mod lab;
 pub mod measure;

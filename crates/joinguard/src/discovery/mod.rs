@@ -303,8 +303,10 @@ pub fn verify_detached_jws(jws: &str, content: &str, token: &BootstrapToken) -> 
         .map_err(|_| "the HMAC does not match".to_string())
 }
 
-/// The server and CA of the one cluster in a cluster-info kubeconfig.
-fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), String> {
+/// The server and CA of the one cluster in a cluster-info kubeconfig. Public only for the fuzz
+/// target `cluster_info_jws`.
+#[doc(hidden)]
+pub fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), String> {
     let v: serde_yaml::Value = serde_yaml::from_str(kubeconfig)
         .map_err(|e| format!("the signed kubeconfig is not YAML ({e})"))?;
     let cluster = &v["clusters"][0]["cluster"];
@@ -383,6 +385,15 @@ mod tests {
             assert!(!e.contains(bad), "{e}");
         }
         assert!(!format!("{:?}", token()).contains("0123456789abcdef"));
+        // The error is one fixed text, whatever the value (fuzz target `flags`).
+        let reference = BootstrapToken::parse("x").unwrap_err();
+        for bad in ["abcdef.0123456789a", "", "abcdef.", ".0123456789abcdef"] {
+            assert_eq!(
+                BootstrapToken::parse(bad).unwrap_err(),
+                reference,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -143,10 +143,11 @@ struct RawUser {
 impl Kubeconfig {
     /// Reads and resolves `path`, using `context` or the file's `current-context`.
     pub fn load(path: &Path, context: Option<&str>) -> Result<Kubeconfig, KubeconfigError> {
-        let text = std::fs::read(path).map_err(|source| KubeconfigError::Unreadable {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            crate::limits::read_file(path).map_err(|source| KubeconfigError::Unreadable {
+                path: path.to_owned(),
+                source,
+            })?;
         Self::parse(path, &text, context)
     }
 
@@ -327,7 +328,7 @@ fn decode(path: &Path, field: &str, data: &str) -> Result<Vec<u8>, KubeconfigErr
 
 fn read_rel(path: &Path, dir: &Path, f: &Path, field: &str) -> Result<Vec<u8>, KubeconfigError> {
     let full = dir.join(f);
-    std::fs::read(&full).map_err(|e| KubeconfigError::Invalid {
+    crate::limits::read_file(&full).map_err(|e| KubeconfigError::Invalid {
         path: path.to_owned(),
         reason: format!("{field} {}: cannot read the file ({e})", full.display()),
     })

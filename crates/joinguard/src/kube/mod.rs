@@ -210,7 +210,8 @@ impl ApiClient {
             tls::handshake_named(&self.host, &self.server_name, self.port, &self.tls, timeout)
                 .await
                 .map_err(transport_of_tls)?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        let (mut sender, conn) = crate::limits::http1_client()
+            .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| TransportError::from_error(&e))?;
         // The connection task ends when the request is answered (no keep-alive use) or dropped.

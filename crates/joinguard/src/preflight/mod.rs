@@ -67,13 +67,21 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
             return exit::UNFIT;
         }
     };
-    let input = match rt.block_on(resolve_input(args, &Recorder::new())) {
+    let started = std::time::Instant::now();
+    let mut input = match rt.block_on(resolve_input(args, &Recorder::new())) {
         Ok(i) => i,
         Err((code, e)) => {
             output::say(&format!("joinguard preflight: {e}"));
             return code;
         }
     };
+    if input.wait.is_none() {
+        // --timeout bounds the whole run: discovery took its share of it already.
+        input.timeout = input
+            .timeout
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(500));
+    }
     let outcome = rt.block_on(preflight(&input));
     print_outcome(&input, &outcome);
     outcome.exit_code()

@@ -250,40 +250,37 @@ pub async fn observe(
         // Members found here get an ICMP loss stream too, like the given ones.
         let mut new_hosts: BTreeMap<IpAddr, Target> = BTreeMap::new();
         for m in list {
-            for u in m.client_urls.iter().take(1) {
-                if let Ok(t) = Target::parse_url(TargetKind::EtcdClient, u) {
-                    if let Ok(ip) = t.host.parse::<IpAddr>() {
-                        if !initial_hosts.contains(&ip) {
-                            new_hosts.entry(ip).or_insert_with(|| t.clone());
-                        }
-                    }
-                    if !input.etcd_clients.iter().any(|c| c.endpoint == t.endpoint) {
-                        more.push(client_target(
-                            clock,
-                            &policy,
-                            &limits,
-                            etcd_tls,
-                            handshake_tls.as_ref(),
-                            t,
-                            input,
-                            &shared,
-                            None,
-                        ));
+            let (client, peer) = m.targets();
+            if let Some(t) = client {
+                if let Ok(ip) = t.host.parse::<IpAddr>() {
+                    if !initial_hosts.contains(&ip) {
+                        new_hosts.entry(ip).or_insert_with(|| t.clone());
                     }
                 }
+                if !input.etcd_clients.iter().any(|c| c.endpoint == t.endpoint) {
+                    more.push(client_target(
+                        clock,
+                        &policy,
+                        &limits,
+                        etcd_tls,
+                        handshake_tls.as_ref(),
+                        t,
+                        input,
+                        &shared,
+                        None,
+                    ));
+                }
             }
-            for u in m.peer_urls.iter().take(1) {
-                if let Ok(t) = Target::parse_url(TargetKind::EtcdPeer, u) {
-                    if !input.etcd_peers.iter().any(|c| c.endpoint == t.endpoint) {
-                        more.push(Box::pin(peer_target(
-                            clock,
-                            &policy,
-                            &limits,
-                            peer_tls.as_ref(),
-                            t,
-                            &shared,
-                        )));
-                    }
+            if let Some(t) = peer {
+                if !input.etcd_peers.iter().any(|c| c.endpoint == t.endpoint) {
+                    more.push(Box::pin(peer_target(
+                        clock,
+                        &policy,
+                        &limits,
+                        peer_tls.as_ref(),
+                        t,
+                        &shared,
+                    )));
                 }
             }
         }
@@ -722,7 +719,7 @@ async fn api_target(
                 skew.get_or_insert_with(|| skew_from(date));
             }
         }
-        samples.push(http::sample(&r));
+        samples.push(readyz_sample(&r));
         if policy.decide(&samples, &limits.api) == Decision::Enough {
             break;
         }
@@ -732,6 +729,32 @@ async fn api_target(
         shared.with(|o| o.skews.push((target.clone(), s)));
     }
     shared.push(&target, ProbeKind::ApiReadyz, samples);
+}
+
+/// A `/readyz` answer as a sample: only `200 ok` is a ready answer. Anything else (a 503, an
+/// error page, a body over [`http::MAX_BODY`]) is a not-ready answer, which `APIServerReady`
+/// judges (found by `tests/hostile.rs`: a 100 MB 200 answer was taken as ready).
+fn readyz_sample(r: &Result<http::HttpResponse, http::HttpFailure>) -> Sample {
+    match r {
+        Ok(resp) if !resp.is_ok() => {
+            let ex = &resp.exchange;
+            let why = if ex.body_truncated {
+                format!(
+                    "/readyz answered {} with a body over {} KiB (cut there), not `ok`; this is \
+                     not a kube-apiserver",
+                    ex.status,
+                    http::MAX_BODY / 1024
+                )
+            } else {
+                let body = String::from_utf8_lossy(&ex.body[..ex.body.len().min(80)]);
+                format!("/readyz answered {} {:?}, not `ok`", ex.status, body.trim())
+            };
+            Sample {
+                result: Err(ProbeFailure::Protocol(why)),
+            }
+        }
+        _ => http::sample(r),
+    }
 }
 
 /// Starts one ICMP loss stream per host, each on its own thread: their timestamps must not wait
@@ -996,4 +1019,51 @@ fn skew_from_rfc3339(s: &str) -> Option<f64> {
         .ok()
         .filter(|_| s.ends_with('Z'))
         .map(skew_from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &[u8], truncated: bool) -> http::HttpResponse {
+        http::HttpResponse {
+            tls: tls::TlsHandshake {
+                peer: "127.0.0.1:6443".parse().unwrap(),
+                dns: Duration::ZERO,
+                connect: Duration::from_millis(1),
+                handshake: Duration::from_millis(2),
+                protocol: None,
+                alpn: None,
+                server_cert: None,
+                client_cert_requested: false,
+                client_cert_sent: false,
+            },
+            exchange: http::HttpExchange {
+                status,
+                body: bytes::Bytes::copy_from_slice(body),
+                body_truncated: truncated,
+                date: None,
+                first_byte: Duration::from_millis(1),
+                total: Duration::from_millis(1),
+            },
+        }
+    }
+
+    #[test]
+    fn only_200_ok_is_a_ready_answer() {
+        assert!(readyz_sample(&Ok(answer(200, b"ok\n", false)))
+            .result
+            .is_ok());
+        // Regression (tests/hostile.rs, HugeBody): a 200 with 100 MB was taken as ready.
+        let huge = readyz_sample(&Ok(answer(200, &[b'x'; 1024], true)));
+        let Err(ProbeFailure::Protocol(why)) = huge.result else {
+            panic!("{huge:?}")
+        };
+        assert!(why.contains("body over 64 KiB"), "{why}");
+        let busy = readyz_sample(&Ok(answer(503, b"[-]etcd failed", false)));
+        let Err(ProbeFailure::Protocol(why)) = busy.result else {
+            panic!("{busy:?}")
+        };
+        assert!(why.contains("503") && why.contains("etcd failed"), "{why}");
+    }
 }

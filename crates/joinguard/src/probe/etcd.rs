@@ -268,6 +268,57 @@ pub struct MemberInfo {
     pub is_learner: bool,
 }
 
+impl MemberStatus {
+    /// The facts preflight keeps from a `Maintenance.Status` answer. Pure, so that it can be
+    /// fuzzed over decoded wire messages (`fuzz/fuzz_targets/etcd_responses.rs`).
+    #[doc(hidden)]
+    pub fn from_response(resp: &etcd_client::StatusResponse) -> MemberStatus {
+        let header = resp.header();
+        MemberStatus {
+            member_id: header.map(|h| h.member_id()).unwrap_or(0),
+            cluster_id: header.map(|h| h.cluster_id()).unwrap_or(0),
+            leader: resp.leader(),
+            raft_term: resp.raft_term(),
+            raft_index: resp.raft_index(),
+            raft_applied_index: resp.raft_applied_index(),
+            db_size: resp.db_size(),
+            db_size_in_use: resp.raft_used_db_size(),
+            is_learner: resp.is_learner(),
+            errors: resp.errors().to_vec(),
+            version: resp.version().to_string(),
+        }
+    }
+}
+
+impl MemberInfo {
+    /// The members of a `MemberList` answer. Pure, for the same reason as
+    /// [`MemberStatus::from_response`].
+    #[doc(hidden)]
+    pub fn from_response(resp: &etcd_client::MemberListResponse) -> Vec<MemberInfo> {
+        resp.members()
+            .iter()
+            .map(|m| MemberInfo {
+                id: m.id(),
+                name: m.name().to_string(),
+                client_urls: m.client_urls().to_vec(),
+                peer_urls: m.peer_urls().to_vec(),
+                is_learner: m.is_learner(),
+            })
+            .collect()
+    }
+
+    /// The targets this member adds to a run: its first client URL and its first peer URL, each
+    /// when it parses (a member that was added but never started has none).
+    pub fn targets(&self) -> (Option<Target>, Option<Target>) {
+        let first =
+            |urls: &[String], kind| urls.first().and_then(|u| Target::parse_url(kind, u).ok());
+        (
+            first(&self.client_urls, TargetKind::EtcdClient),
+            first(&self.peer_urls, TargetKind::EtcdPeer),
+        )
+    }
+}
+
 /// An active alarm.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Alarm {
@@ -497,23 +548,7 @@ impl MemberClient {
     ) -> Result<(Duration, MemberStatus), EtcdFailure> {
         let (took, resp) = self.call(within, async |c| c.status().await).await?;
         self.check_member(resp.header())?;
-        let header = resp.header();
-        Ok((
-            took,
-            MemberStatus {
-                member_id: header.map(|h| h.member_id()).unwrap_or(0),
-                cluster_id: header.map(|h| h.cluster_id()).unwrap_or(0),
-                leader: resp.leader(),
-                raft_term: resp.raft_term(),
-                raft_index: resp.raft_index(),
-                raft_applied_index: resp.raft_applied_index(),
-                db_size: resp.db_size(),
-                db_size_in_use: resp.raft_used_db_size(),
-                is_learner: resp.is_learner(),
-                errors: resp.errors().to_vec(),
-                version: resp.version().to_string(),
-            },
-        ))
+        Ok((took, MemberStatus::from_response(&resp)))
     }
 
     /// One timed `Maintenance.Status` on the established channel. Fails with
@@ -566,17 +601,7 @@ impl MemberClient {
         let (_, resp) = self
             .call(self.timeout, async |c| c.member_list().await)
             .await?;
-        Ok(resp
-            .members()
-            .iter()
-            .map(|m| MemberInfo {
-                id: m.id(),
-                name: m.name().to_string(),
-                client_urls: m.client_urls().to_vec(),
-                peer_urls: m.peer_urls().to_vec(),
-                is_learner: m.is_learner(),
-            })
-            .collect())
+        Ok(MemberInfo::from_response(&resp))
     }
 
     /// The opt-in write probe: `LeaseGrant(ttl)`, `Put` of `PREFLIGHT_PREFIX<node>/<random>`

@@ -154,7 +154,7 @@ impl HttpSession {
         let deadline = Instant::now() + timeout;
         let (stream, handshake, observed) =
             tls::handshake_observed(host, port, tls, timeout).await?;
-        let setup = hyper::client::conn::http1::handshake(TokioIo::new(stream));
+        let setup = crate::limits::http1_client().handshake(TokioIo::new(stream));
         let (sender, conn) = match tokio::time::timeout_at(deadline, setup).await {
             Err(_) => {
                 return Err(HttpFailure::Timeout {

@@ -368,7 +368,7 @@ impl rustls::client::ResolvesClientCert for SingleIdentity {
 }
 
 fn read_file(flag: TlsFlag, path: &Path) -> Result<Vec<u8>, IdentityError> {
-    std::fs::read(path).map_err(|source| IdentityError::Unreadable {
+    crate::limits::read_file(path).map_err(|source| IdentityError::Unreadable {
         flag,
         path: path.to_owned(),
         source,
