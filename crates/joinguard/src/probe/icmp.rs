@@ -7,6 +7,7 @@
 
 #![allow(unsafe_code)] // Registering the raw socket with tokio, and reading into MaybeUninit bytes.
 
+use crate::trace::packet::checksum;
 use std::collections::HashMap;
 use std::io;
 use std::mem::MaybeUninit;
@@ -272,18 +273,6 @@ fn is_our_reply(bytes: &[u8], ident: u16, seq: u16) -> bool {
     icmp[0] == 0
         && u16::from_be_bytes([icmp[4], icmp[5]]) == ident
         && u16::from_be_bytes([icmp[6], icmp[7]]) == seq
-}
-
-/// RFC 1071 Internet checksum.
-fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 #[cfg(test)]

@@ -71,12 +71,13 @@ pub fn udp_probe_socket(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     s.set_nonblocking(true)?;
     s.bind(&SockAddr::from(SocketAddrV4::new(src, 0)))?;
-    let port = s
-        .local_addr()?
-        .as_socket_ipv4()
-        .map(|a| a.port())
-        .unwrap_or(0);
+    let port = local_port(&s)?;
     Ok((s, port))
+}
+
+/// The local port a bound socket got from the kernel (it identifies the probe's flow).
+fn local_port(s: &Socket) -> io::Result<u16> {
+    Ok(s.local_addr()?.as_socket_ipv4().map_or(0, |a| a.port()))
 }
 
 /// Sends one UDP probe with TTL `ttl`; returns the stamp taken just before the send.
@@ -96,11 +97,7 @@ pub fn udp_send(s: &Socket, dst: Ipv4Addr, port: u16, ttl: u8) -> io::Result<Sys
 pub fn reserve_tcp_port(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
     let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     s.bind(&SockAddr::from(SocketAddrV4::new(src, 0)))?;
-    let port = s
-        .local_addr()?
-        .as_socket_ipv4()
-        .map(|a| a.port())
-        .unwrap_or(0);
+    let port = local_port(&s)?;
     Ok((s, port))
 }
 
