@@ -346,6 +346,17 @@ impl PrivateKey {
         format!("{} key, {}", self.algorithm, self.encoding)
     }
 
+    /// E.g. `RSA-2048 PKCS#1`: what a report says about a key (without PEM labels, so that a
+    /// "PRIVATE KEY" in any output always means a leak).
+    pub fn summary(&self) -> String {
+        let enc = match self.encoding {
+            KeyEncoding::Pkcs1 => "PKCS#1",
+            KeyEncoding::Sec1 => "SEC1",
+            KeyEncoding::Pkcs8 => "PKCS#8",
+        };
+        format!("{} {enc}", self.algorithm)
+    }
+
     /// The key as rustls takes it (PKCS#8 DER).
     pub fn to_rustls(&self) -> PrivateKeyDer<'static> {
         PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.pkcs8.to_vec()))

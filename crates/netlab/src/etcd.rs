@@ -307,8 +307,19 @@ impl EtcdCluster {
             .map(|m| format!("{}={}", m.name, m.peer_url))
             .collect::<Vec<_>>()
             .join(",");
+        // Each member's two keys are made in parallel with the others' (RSA generation is what
+        // a lab's start-up waits for).
+        std::thread::scope(|s| {
+            let handles: Vec<_> = planned
+                .iter()
+                .map(|m| s.spawn(|| cluster.issue_member_certs(m)))
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Pki("member certificates panicked".into())))
+            })
+        })?;
         for m in planned {
-            cluster.issue_member_certs(&m)?;
             cluster.members.push(m);
             cluster.slots.push(Slot {
                 initial_cluster: initial_cluster.clone(),

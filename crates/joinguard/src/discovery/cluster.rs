@@ -162,9 +162,9 @@ impl SigningCa {
         })
     }
 
-    /// What the key is, e.g. `RSA-2048 key, PKCS#1 (BEGIN RSA PRIVATE KEY)`.
+    /// What the key is, e.g. `RSA-2048 PKCS#1`.
     pub fn describe_key(&self) -> String {
-        self.key.describe()
+        self.key.summary()
     }
 }
 
@@ -178,7 +178,7 @@ pub struct EtcdMaterial {
     pub key_pem: Zeroizing<Vec<u8>>,
     /// True for a certificate minted here from the etcd CA (stacked etcd).
     pub minted: bool,
-    /// What signed the minted certificate, e.g. `RSA-2048 key, PKCS#1 (BEGIN RSA PRIVATE KEY)`.
+    /// The CA key that signed the minted certificate, e.g. `RSA-2048 PKCS#1`.
     pub ca_key: Option<String>,
     /// The cluster CA and its key (`ca.crt`, `ca.key`), when kubeadm-certs has them.
     cluster_ca: Option<std::sync::Arc<SigningCa>>,
@@ -681,10 +681,7 @@ mod tests {
             .collect();
         let m = etcd_material(&sealed_secret(&all, &key), &key).unwrap();
         assert!(m.minted);
-        assert_eq!(
-            m.ca_key.as_deref(),
-            Some("RSA-2048 key, PKCS#1 (BEGIN RSA PRIVATE KEY)")
-        );
+        assert_eq!(m.ca_key.as_deref(), Some("RSA-2048 PKCS#1"));
         assert!(m.cluster_ca.is_some());
 
         // kubeadm uploads an empty entry for a file it did not find (an external CA without

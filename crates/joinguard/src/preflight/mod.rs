@@ -326,11 +326,11 @@ impl DiscoveryInput {
             },
         )
         .await?;
-        // Which CA key signed (e.g. "RSA-2048 key, PKCS#1 (BEGIN RSA PRIVATE KEY)").
+        // Which CA key signed (e.g. "RSA-2048 PKCS#1").
         let ca_key = |m: &EtcdMaterial| {
             m.ca_key
                 .as_deref()
-                .map(|k| format!("; etcd CA {k}"))
+                .map(|k| format!("; etcd CA key {k}"))
                 .unwrap_or_default()
         };
         if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
