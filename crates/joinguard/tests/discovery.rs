@@ -685,15 +685,20 @@ struct JoinInputs {
 }
 
 /// The headline path on kubeadm's own key formats: a lab whose every key is RSA-2048 PKCS#1
-/// (kubeadm's default) and one whose every key is ECDSA-P256 SEC1 (`encryptionAlgorithm:
-/// ECDSA-P256`). Each join input must reach every member's :2379 (Status) and :2380 (peer
+/// (kubeadm's default), one whose every key is ECDSA-P256 SEC1 (`encryptionAlgorithm:
+/// ECDSA-P256`), and one in PKCS#8 (never kubeadm's, but an operator's own CA may be), so that all
+/// three encodings stay covered end to end. Each join input must reach every member's :2379 (Status) and :2380 (peer
 /// probe) with mTLS. To cover one more input (e.g. the verbatim `kubeadm join` line), add it to
 /// `inputs`.
 #[test]
-fn etcd_preflight_on_kubeadm_rsa_and_ecdsa_pkis_from_every_join_input() {
+fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
     use netlab::pki::{KeyProfile, KubeadmPki};
     let _s = serial();
-    for profile in [KeyProfile::RSA_2048, KeyProfile::ECDSA_P256] {
+    for profile in [
+        KeyProfile::RSA_2048,
+        KeyProfile::ECDSA_P256,
+        KeyProfile::PKCS8_P256,
+    ] {
         let spec = EtcdSpec {
             pki: Some(std::sync::Arc::new(
                 KubeadmPki::with_profile(profile).expect("pki"),
