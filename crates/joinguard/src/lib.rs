@@ -8,6 +8,7 @@ pub mod check;
 pub mod cli;
 pub mod discovery;
 pub mod joinconfig;
+pub mod key;
 pub mod kube;
 pub mod limits;
 pub mod logging;

@@ -289,15 +289,20 @@ enum Etcd {
     External,
 }
 
-/// 3 members, the stand-in, and kubeadm-certs under CERT_KEY.
+/// 3 members, the stand-in, and kubeadm-certs under CERT_KEY, on this run's lab PKI
+/// (`NETLAB_PKI`, RSA-2048 PKCS#1 by default).
 fn env3(layout: Etcd) -> (Env, Vec<String>) {
+    env3_with(layout, EtcdSpec::default())
+}
+
+fn env3_with(layout: Etcd, spec: EtcdSpec) -> (Env, Vec<String>) {
     let external = layout == Etcd::External;
     let lab = Lab::builder()
         .hosts(["api", "joiner", "m1", "m2", "m3"])
         .build()
         .expect("lab");
     let members = [lab.host("m1"), lab.host("m2"), lab.host("m3")];
-    let etcd = EtcdCluster::start(&lab, &members, &EtcdSpec::default()).expect("etcd");
+    let etcd = EtcdCluster::start(&lab, &members, &spec).expect("etcd");
     etcd.wait_healthy(std::time::Duration::from_secs(30))
         .expect("etcd");
     let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
@@ -601,17 +606,7 @@ fn etcd_preflight_with_a_kubeadm_cert_dir_needs_no_certificate_key() {
     let _s = serial();
     let (env, eps) = env3(Etcd::StackedPods);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("etcd")).unwrap();
-    let api_ca = env.api.ca();
-    let etcd_ca = env._etcd.ca();
-    for (rel, body) in [
-        ("ca.crt", api_ca.cert_pem().to_string()),
-        ("ca.key", api_ca.key_pem()),
-        ("etcd/ca.crt", etcd_ca.cert_pem().to_string()),
-        ("etcd/ca.key", etcd_ca.key_pem()),
-    ] {
-        std::fs::write(dir.path().join(rel), body).unwrap();
-    }
+    copy_shared_pki(&env._etcd.member(0).dir.join("pki"), dir.path());
     let joinguard = env!("CARGO_BIN_EXE_joinguard");
     let run = |cert_dir: &std::path::Path| {
         let mut cmd = env.lab.host("joiner").command(joinguard);
@@ -668,4 +663,132 @@ fn etcd_preflight_with_a_kubeadm_cert_dir_needs_no_certificate_key() {
         "{stderr}"
     );
     assert_eq!(env.api.requests().len(), before, "no request was made");
+}
+
+/// Copies what kubeadm's manual certificate distribution copies from a control-plane node's
+/// /etc/kubernetes/pki to a joining one (copycerts.go `certsToTransfer`): byte for byte, modes kept.
+fn copy_shared_pki(from: &std::path::Path, to: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for rel in netlab::pki::names::SHARED_FILES {
+        let (src, dst) = (from.join(rel), to.join(rel));
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::copy(&src, &dst).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let mode = std::fs::metadata(&src).unwrap().permissions().mode();
+        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// One way a joining node's own inputs reach etcd.
+struct JoinInputs {
+    name: &'static str,
+    args: Vec<std::ffi::OsString>,
+}
+
+/// The headline path on kubeadm's own key formats: a lab whose every key is RSA-2048 PKCS#1
+/// (kubeadm's default), one whose every key is ECDSA-P256 SEC1 (`encryptionAlgorithm:
+/// ECDSA-P256`), and one in PKCS#8 (never kubeadm's, but an operator's own CA may be), so that all
+/// three encodings stay covered end to end. Each join input must reach every member's :2379 (Status) and :2380 (peer
+/// probe) with mTLS. To cover one more input (e.g. the verbatim `kubeadm join` line), add it to
+/// `inputs`.
+#[test]
+fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
+    use netlab::pki::{KeyProfile, KubeadmPki};
+    let _s = serial();
+    for profile in [
+        KeyProfile::RSA_2048,
+        KeyProfile::ECDSA_P256,
+        KeyProfile::PKCS8_P256,
+    ] {
+        let spec = EtcdSpec {
+            pki: Some(std::sync::Arc::new(
+                KubeadmPki::with_profile(profile).expect("pki"),
+            )),
+            ..EtcdSpec::default()
+        };
+        let (env, eps) = env3_with(Etcd::StackedPods, spec);
+        // The kubeadm-certs entries are the lab PKI's files, in kubeadm's encoding.
+        let m1_pki = env._etcd.member(0).dir.join("pki");
+        let ca_key = std::fs::read_to_string(m1_pki.join("etcd/ca.key")).unwrap();
+        assert!(
+            ca_key.starts_with(&format!("-----BEGIN {}-----", profile.pem_label())),
+            "{profile}"
+        );
+        let config = env.lab.dir().join("kubeadm-join-config.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\n",
+                env.api.addr(),
+                env.fixture.ca_pin,
+                env.lab.host("joiner").addr()
+            ),
+        )
+        .unwrap();
+        let cert_dir = tempfile::tempdir().unwrap();
+        copy_shared_pki(&m1_pki, cert_dir.path());
+        let discovery: Vec<std::ffi::OsString> = [
+            "preflight",
+            &env.api.addr().to_string(),
+            "--token",
+            TOKEN,
+            "--discovery-token-ca-cert-hash",
+            &env.fixture.ca_pin,
+        ]
+        .iter()
+        .map(|s| s.into())
+        .collect();
+        let with = |extra: &[&std::ffi::OsStr]| -> Vec<std::ffi::OsString> {
+            discovery
+                .iter()
+                .cloned()
+                .chain(extra.iter().map(|s| s.to_os_string()))
+                .collect()
+        };
+        let inputs = [
+            JoinInputs {
+                name: "--certificate-key",
+                args: with(&["--certificate-key".as_ref(), CERT_KEY.as_ref()]),
+            },
+            JoinInputs {
+                name: "--config",
+                args: vec!["preflight".into(), "--config".into(), config.clone().into()],
+            },
+            JoinInputs {
+                name: "--cert-dir",
+                args: with(&["--cert-dir".as_ref(), cert_dir.path().as_os_str()]),
+            },
+        ];
+        let joinguard = env!("CARGO_BIN_EXE_joinguard");
+        for input in &inputs {
+            let mut cmd = env.lab.host("joiner").command(joinguard);
+            cmd.args(&input.args).arg("-v");
+            let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
+                .expect("joinguard ran");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let what = format!("{profile}, {}", input.name);
+            assert_eq!(out.status.code(), Some(0), "{what}\n{stdout}{stderr}");
+            assert!(
+                stderr.contains(&format!("etcd CA key {profile}")),
+                "{what}: the CA key kubeadm wrote signed: {stderr}"
+            );
+            for ep in &eps {
+                let host = ep.trim_start_matches("https://");
+                let peer = host.replace(":2379", ":2380");
+                assert!(
+                    stdout.contains(&format!("{host}  etcd-status")),
+                    "{what}: {host} Status with mTLS: {stdout}"
+                );
+                assert!(
+                    stdout.contains(&format!("{peer}  etcd-peer-probe")),
+                    "{what}: {peer} peer probe with mTLS: {stdout}"
+                );
+            }
+            for text in [&stdout, &stderr] {
+                assert!(!text.contains(SECRET), "{what}: token secret leaked");
+                assert!(!text.contains(CERT_KEY), "{what}: certificate key leaked");
+                assert!(!text.contains("PRIVATE KEY"), "{what}: key material leaked");
+            }
+        }
+    }
 }

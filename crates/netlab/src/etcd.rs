@@ -1,4 +1,10 @@
-//! Real etcd clusters inside lab hosts, with mutual TLS from a per-cluster test CA.
+//! Real etcd clusters inside lab hosts, with mutual TLS from a kubeadm PKI.
+//!
+//! Each cluster's certificates are a [`KubeadmPki`]'s, laid out as kubeadm lays out
+//! `/etc/kubernetes/pki`: `<cluster dir>/pki/` holds the shared files (the three CAs, `sa.*`), the
+//! `apiserver-etcd-client` identity the lab's clients use, and `etcd/healthcheck-client`; each
+//! member's `<member dir>/pki/etcd/{server,peer}.{crt,key}` are kubeadm's `etcd-server` and
+//! `etcd-peer` certificates for that node, and the members run with kubeadm's etcd TLS flags.
 //!
 //! This module owns starting, stopping, killing and restarting etcd members (one per host),
 //! adding learners, and reading what the members say about themselves (health, leadership,
@@ -20,7 +26,7 @@ use tracing::{debug, info, warn};
 
 use crate::host::{Host, HostProcess};
 use crate::lab::Lab;
-use crate::pki::{CertSpec, TestCa};
+use crate::pki::{KubeadmPki, TestCa};
 use crate::Error;
 
 /// The environment variable that selects the etcd binary.
@@ -36,8 +42,8 @@ pub const METRICS_PORT: u16 = 2381;
 /// The most members a lab cluster starts with. etcd recommends 3 or 5 voting members; more only
 /// slows consensus down.
 pub const MAX_MEMBERS: usize = 5;
-/// The client identity's CN, in the role of kubeadm's `apiserver-etcd-client`.
-pub const CLIENT_CN: &str = "joinguard-test";
+/// The client identity's CN: kubeadm's `apiserver-etcd-client`.
+pub const CLIENT_CN: &str = crate::pki::names::APISERVER_ETCD_CLIENT_CN;
 
 /// Grace period for SIGTERM: etcd shuts down in well under a second when it is not stuck.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -115,6 +121,9 @@ pub struct EtcdSpec {
     pub election_ms: u64,
     /// Extra flags appended to every member's command line.
     pub extra_args: Vec<String>,
+    /// The PKI whose etcd CA signs the members' and the client's certificates; `None` makes a new
+    /// one with this run's key profile (`NETLAB_PKI`, default RSA-2048 PKCS#1).
+    pub pki: Option<std::sync::Arc<KubeadmPki>>,
 }
 
 impl Default for EtcdSpec {
@@ -124,6 +133,7 @@ impl Default for EtcdSpec {
             heartbeat_ms: 100,
             election_ms: 1000,
             extra_args: Vec::new(),
+            pki: None,
         }
     }
 }
@@ -191,14 +201,15 @@ impl Member {
     }
 }
 
-/// The TLS client identity for talking to the cluster, like kubeadm's `apiserver-etcd-client`.
+/// The TLS client identity for talking to the cluster: kubeadm's `apiserver-etcd-client`.
 #[derive(Clone, Debug)]
 pub struct ClientIdentity {
-    /// The cluster CA certificate.
+    /// The etcd CA certificate, `<cluster dir>/pki/etcd/ca.crt`.
     pub ca: PathBuf,
-    /// Client certificate (CN `joinguard-test`, clientAuth).
+    /// `<cluster dir>/pki/apiserver-etcd-client.crt` (CN `kube-apiserver-etcd-client`,
+    /// clientAuth).
     pub cert: PathBuf,
-    /// Its key (mode 0600).
+    /// Its key (mode 0600), in the PKI's encoding (PKCS#1 RSA by default).
     pub key: PathBuf,
 }
 
@@ -218,7 +229,7 @@ pub struct EtcdCluster {
     spec: EtcdSpec,
     etcdctl: PathBuf,
     version: String,
-    ca: TestCa,
+    pki: std::sync::Arc<KubeadmPki>,
     dir: PathBuf,
     token: String,
     client: ClientIdentity,
@@ -259,12 +270,19 @@ impl EtcdCluster {
         fs::create_dir_all(&dir)
             .map_err(|e| Error::Etcd(format!("create {}: {e}", dir.display())))?;
 
-        let ca = TestCa::new(&format!("netlab etcd CA {token}"))?;
-        let ca_path = ca.write_ca(&dir, "ca")?;
-        let client_cert = ca.issue(&CertSpec::client(CLIENT_CN, None))?;
-        let (cert, key) = client_cert.write(&dir.join("client"), "client")?;
+        let pki = match &spec.pki {
+            Some(p) => p.clone(),
+            None => std::sync::Arc::new(KubeadmPki::new()?),
+        };
+        let pki_dir = dir.join("pki");
+        pki.write_shared(&pki_dir)?;
+        let (cert, key) = pki
+            .apiserver_etcd_client()?
+            .write(&pki_dir, "apiserver-etcd-client")?;
+        pki.etcd_healthcheck_client()?
+            .write(&pki_dir.join("etcd"), "healthcheck-client")?;
         let client = ClientIdentity {
-            ca: ca_path,
+            ca: pki_dir.join("etcd/ca.crt"),
             cert,
             key,
         };
@@ -273,7 +291,7 @@ impl EtcdCluster {
             spec: spec.clone(),
             etcdctl: etcdctl_bin(&spec.bin),
             version,
-            ca,
+            pki,
             dir,
             token,
             client,
@@ -289,8 +307,19 @@ impl EtcdCluster {
             .map(|m| format!("{}={}", m.name, m.peer_url))
             .collect::<Vec<_>>()
             .join(",");
+        // Each member's two keys are made in parallel with the others' (RSA generation is what
+        // a lab's start-up waits for).
+        std::thread::scope(|s| {
+            let handles: Vec<_> = planned
+                .iter()
+                .map(|m| s.spawn(|| cluster.issue_member_certs(m)))
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Pki("member certificates panicked".into())))
+            })
+        })?;
         for m in planned {
-            cluster.issue_member_certs(&m)?;
             cluster.members.push(m);
             cluster.slots.push(Slot {
                 initial_cluster: initial_cluster.clone(),
@@ -322,20 +351,19 @@ impl EtcdCluster {
         }
     }
 
-    /// Server certificate (also used by etcd as its client certificate towards other members'
-    /// client ports, hence both EKUs) and peer certificate (both EKUs: a peer is client and
-    /// server). SANs: the member's IP, 127.0.0.1 and `localhost`, like kubeadm's etcd certs.
+    /// kubeadm's `etcd-server` and `etcd-peer` certificates for the member's node (CN the node
+    /// name; serverAuth and clientAuth; DNS `<node>`, `localhost`; IPs the member's address,
+    /// 127.0.0.1, ::1), in `<member dir>/pki/etcd/`, next to the shared files kubeadm has on every
+    /// control-plane node.
     fn issue_member_certs(&self, m: &Member) -> Result<(), Error> {
-        let spec = CertSpec {
-            common_name: m.name.clone(),
-            ips: vec![IpAddr::V4(m.addr()), IpAddr::V4(Ipv4Addr::LOCALHOST)],
-            dns: vec!["localhost".into(), m.name.clone()],
-            server: true,
-            client: true,
-            ..CertSpec::default()
-        };
-        self.ca.issue(&spec)?.write(&m.dir, "server")?;
-        self.ca.issue(&spec)?.write(&m.dir, "peer")?;
+        let ip = IpAddr::V4(m.addr());
+        let pki_dir = m.dir.join("pki");
+        self.pki.write_shared(&pki_dir)?;
+        let etcd_dir = pki_dir.join("etcd");
+        self.pki
+            .etcd_server(&m.name, ip)?
+            .write(&etcd_dir, "server")?;
+        self.pki.etcd_peer(&m.name, ip)?.write(&etcd_dir, "peer")?;
         Ok(())
     }
 
@@ -344,7 +372,6 @@ impl EtcdCluster {
         let slot = &self.slots[i];
         let ip = m.addr();
         let d = |f: &str| m.dir.join(f).display().to_string();
-        let ca = self.client.ca.display().to_string();
         let state = if restart {
             "existing"
         } else {
@@ -362,14 +389,15 @@ impl EtcdCluster {
             format!("--initial-cluster={}", slot.initial_cluster),
             format!("--initial-cluster-state={state}"),
             format!("--initial-cluster-token={}", self.token),
-            "--client-cert-auth".into(),
-            format!("--trusted-ca-file={ca}"),
-            format!("--cert-file={}", d("server.crt")),
-            format!("--key-file={}", d("server.key")),
-            "--peer-client-cert-auth".into(),
-            format!("--peer-trusted-ca-file={ca}"),
-            format!("--peer-cert-file={}", d("peer.crt")),
-            format!("--peer-key-file={}", d("peer.key")),
+            // kubeadm's etcd static pod (phases/etcd/local.go `getEtcdCommand`).
+            "--client-cert-auth=true".into(),
+            format!("--trusted-ca-file={}", d("pki/etcd/ca.crt")),
+            format!("--cert-file={}", d("pki/etcd/server.crt")),
+            format!("--key-file={}", d("pki/etcd/server.key")),
+            "--peer-client-cert-auth=true".into(),
+            format!("--peer-trusted-ca-file={}", d("pki/etcd/ca.crt")),
+            format!("--peer-cert-file={}", d("pki/etcd/peer.crt")),
+            format!("--peer-key-file={}", d("pki/etcd/peer.key")),
             format!("--listen-metrics-urls={}", m.metrics_url),
             format!("--heartbeat-interval={}", self.spec.heartbeat_ms),
             format!("--election-timeout={}", self.spec.election_ms),
@@ -415,7 +443,20 @@ impl EtcdCluster {
 
     /// The cluster's CA.
     pub fn ca(&self) -> &TestCa {
-        &self.ca
+        self.pki.etcd_ca()
+    }
+
+    /// The kubeadm PKI the cluster's certificates come from (shared with the API server stand-in
+    /// started on this cluster, and written by [`crate::apiserver::fixture::kubeadm_init`] into
+    /// kubeadm-certs).
+    pub fn pki(&self) -> &std::sync::Arc<KubeadmPki> {
+        &self.pki
+    }
+
+    /// `<cluster dir>/pki`: the shared kubeadm files (`ca.*`, `front-proxy-ca.*`, `sa.*`,
+    /// `etcd/ca.*`), `apiserver-etcd-client.*` and `etcd/healthcheck-client.*`.
+    pub fn pki_dir(&self) -> PathBuf {
+        self.dir.join("pki")
     }
 
     /// The cluster's directory (`<lab dir>/etcd`).

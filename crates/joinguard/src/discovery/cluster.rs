@@ -10,6 +10,13 @@
 //!   and client certificate are in the Secret. Stacked etcd: the etcd CA and its key are, and a
 //!   short-lived client certificate is minted from them in memory.
 //!
+//! Every CA key (kubeadm-certs entry or `--cert-dir` file) is read by [`crate::key::PrivateKey`],
+//! so kubeadm's PKCS#1 RSA and SEC1 ECDSA keys work as well as PKCS#8. A minted certificate is
+//! signed the way Go signs for an issuer of that type: RSA PKCS#1 v1.5 SHA-256 from an RSA CA,
+//! ECDSA P-256/SHA-256 or P-384/SHA-384 from an ECDSA CA. The minted leaf's own key is ECDSA
+//! P-256 whatever the CA: ring cannot generate RSA keys, and etcd and kube-apiserver accept any
+//! leaf key type the CA signed.
+//!
 //! Nothing is written to disk; decrypted key material lives in [`Zeroizing`] buffers.
 
 use std::time::{Duration, SystemTime};
@@ -21,6 +28,7 @@ use zeroize::Zeroizing;
 
 use super::DiscoveryError;
 use crate::joinconfig::parse_go_duration;
+use crate::key::PrivateKey;
 use crate::kube::ApiClient;
 use crate::retry::{self, Recorder, RetryPolicy, WakeOnConnect};
 
@@ -103,8 +111,62 @@ impl ClusterFacts {
     }
 }
 
-/// A CA certificate and its private key (PEM), both zeroized on drop.
-type CaKeyPair = (Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>);
+/// A CA that can sign: its certificate (PEM) and its key, checked to belong together.
+pub struct SigningCa {
+    cert_pem: Vec<u8>,
+    key: PrivateKey,
+}
+
+impl std::fmt::Debug for SigningCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningCa")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningCa {
+    /// Reads a CA certificate and its key. `cert_name` and `key_name` say where they came from
+    /// (`kubeadm-certs entry etcd-ca.key`, or a file path) and start every error message; `file`
+    /// is the key's path when it is a file, for the advice. Errors never carry key bytes.
+    pub fn parse(
+        cert_name: &str,
+        cert_pem: &[u8],
+        key_name: &str,
+        key_pem: &[u8],
+        file: Option<&std::path::Path>,
+    ) -> Result<SigningCa, String> {
+        let key = PrivateKey::from_pem(key_pem, file).map_err(|e| format!("{key_name}: {e}"))?;
+        let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem)
+            .map_err(|e| format!("{cert_name}: not a PEM certificate ({e})"))?;
+        let cert = pem
+            .parse_x509()
+            .map_err(|e| format!("{cert_name}: not an X.509 certificate ({e})"))?;
+        if !cert.is_ca() {
+            return Err(format!(
+                "{cert_name}: the certificate is not a CA (no basicConstraints CA:TRUE); give \
+                 the CA certificate kubeadm wrote (CN {:?} is a leaf)",
+                cert.subject().to_string()
+            ));
+        }
+        let signer = key.to_rcgen().map_err(|e| format!("{key_name}: {e}"))?;
+        if cert.public_key().subject_public_key.data.as_ref() != signer.public_key_raw() {
+            return Err(format!(
+                "{key_name}: the key does not belong to the CA certificate {cert_name} (its \
+                 public key differs); give the key kubeadm wrote next to it"
+            ));
+        }
+        Ok(SigningCa {
+            cert_pem: cert_pem.to_vec(),
+            key,
+        })
+    }
+
+    /// What the key is, e.g. `RSA-2048 PKCS#1`.
+    pub fn describe_key(&self) -> String {
+        self.key.summary()
+    }
+}
 
 /// The etcd client material that kubeadm-certs (or a kubeadm certificates directory) yields.
 #[derive(Clone)]
@@ -116,8 +178,10 @@ pub struct EtcdMaterial {
     pub key_pem: Zeroizing<Vec<u8>>,
     /// True for a certificate minted here from the etcd CA (stacked etcd).
     pub minted: bool,
+    /// The CA key that signed the minted certificate, e.g. `RSA-2048 PKCS#1`.
+    pub ca_key: Option<String>,
     /// The cluster CA and its key (`ca.crt`, `ca.key`), when kubeadm-certs has them.
-    cluster_ca: Option<CaKeyPair>,
+    cluster_ca: Option<std::sync::Arc<SigningCa>>,
 }
 
 impl std::fmt::Debug for EtcdMaterial {
@@ -164,6 +228,11 @@ pub fn decrypt_bytes(data: &[u8], key: &[u8; 32]) -> Option<Zeroizing<Vec<u8>>> 
 }
 
 /// Decrypts the etcd entries of a kubeadm-certs Secret and returns a client identity for etcd.
+///
+/// An entry whose key cannot be used (encrypted, unsupported, damaged) is [`DiscoveryError::Input`]
+/// (exit 2): the certificate key did decrypt it, so nothing on this node is at fault, but waiting
+/// or retrying cannot fix what `kubeadm init phase upload-certs` uploaded either. kubeadm's own
+/// join would fail on the same file. The message names the entry and the format found.
 pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, DiscoveryError> {
     let entry = |name: &str| -> Result<Option<Zeroizing<Vec<u8>>>, DiscoveryError> {
         let Some(b64) = secret
@@ -179,6 +248,11 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
         let sealed = STANDARD.decode(b64).map_err(|e| {
             DiscoveryError::Failed(format!("kubeadm-certs entry {name} is not base64 ({e})"))
         })?;
+        // kubeadm uploads an empty entry for a file it did not find (copycerts.go
+        // `getDataFromDisk`: an external CA without `ca.key`, insecure external etcd).
+        if sealed.is_empty() {
+            return Ok(None);
+        }
         decrypt_bytes(&sealed, key).map(Some).ok_or_else(|| {
             DiscoveryError::Input(
                 "--certificate-key does not decrypt kubeadm-certs: the key is wrong, or the \
@@ -189,25 +263,46 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
             )
         })
     };
-    let cluster_ca = match (entry("ca.crt")?, entry("ca.key")?) {
-        (Some(c), Some(k)) => Some((c, k)),
-        _ => None,
+    let unusable = |e: String| {
+        DiscoveryError::Input(format!(
+            "{e}. kubeadm uploaded it from /etc/kubernetes/pki on a control-plane node: fix the \
+             file there and run `kubeadm init phase upload-certs --upload-certs` again"
+        ))
     };
+    let signing_ca = |crt: &str, key: &str| -> Result<Option<SigningCa>, DiscoveryError> {
+        match (entry(crt)?, entry(key)?) {
+            (Some(c), Some(k)) => SigningCa::parse(
+                &format!("kubeadm-certs entry {crt}"),
+                &c,
+                &format!("kubeadm-certs entry {key}"),
+                &k,
+                None,
+            )
+            .map(Some)
+            .map_err(unusable),
+            _ => Ok(None),
+        }
+    };
+    let cluster_ca = signing_ca("ca.crt", "ca.key")?.map(std::sync::Arc::new);
     if let (Some(ca), Some(cert), Some(k)) = (
         entry("external-etcd-ca.crt")?,
         entry("external-etcd.crt")?,
         entry("external-etcd.key")?,
     ) {
+        // Read here so that a bad key names its entry; etcd-client gets it as PKCS#8.
+        let client_key = PrivateKey::from_pem(&k, None)
+            .map_err(|e| unusable(format!("kubeadm-certs entry external-etcd.key: {e}")))?;
         return Ok(EtcdMaterial {
             source: "kubeadm-certs".into(),
             ca_pem: ca.to_vec(),
             cert_pem: cert.to_vec(),
-            key_pem: k,
+            key_pem: client_key.to_pkcs8_pem(),
             minted: false,
+            ca_key: None,
             cluster_ca,
         });
     }
-    let (Some(ca), Some(ca_key)) = (entry("etcd-ca.crt")?, entry("etcd-ca.key")?) else {
+    let Some(etcd_ca) = signing_ca("etcd-ca.crt", "etcd-ca.key")? else {
         return Err(DiscoveryError::Failed(
             "kubeadm-certs has neither the etcd CA (stacked etcd) nor the external etcd client \
              certificate"
@@ -215,14 +310,15 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
         ));
     };
     let (cert_pem, key_pem) =
-        mint_client(&ca, &ca_key, "joinguard-preflight", None, MINTED_LIFETIME)
-            .map_err(DiscoveryError::Failed)?;
+        mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
+            .map_err(|e| DiscoveryError::Failed(format!("kubeadm-certs entry etcd-ca.key: {e}")))?;
     Ok(EtcdMaterial {
         source: "kubeadm-certs".into(),
-        ca_pem: ca.to_vec(),
+        ca_pem: etcd_ca.cert_pem.clone(),
         cert_pem,
         key_pem,
         minted: true,
+        ca_key: Some(etcd_ca.describe_key()),
         cluster_ca,
     })
 }
@@ -230,11 +326,13 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
 /// Builds the etcd client identity from a kubeadm certificates directory, as kubeadm's manual
 /// certificate distribution (and Cluster API's bootstrap) leaves it on a joining control-plane
 /// node: `etcd/ca.crt` + `etcd/ca.key` are required (stacked etcd), `ca.crt` + `ca.key` are used
-/// when present. Reads files only; errors name the file and never print key material.
+/// when present. Reads files only (each bounded by [`crate::limits::MAX_FILE`]); every error is
+/// bad input that names the file (and, for a key, the format found) and never prints key
+/// material.
 pub fn etcd_material_from_dir(dir: &std::path::Path) -> Result<EtcdMaterial, String> {
     let read = |rel: &str, required: bool| -> Result<Option<Zeroizing<Vec<u8>>>, String> {
         let path = dir.join(rel);
-        match std::fs::read(&path) {
+        match crate::limits::read_file(&path) {
             Ok(b) => Ok(Some(Zeroizing::new(b))),
             Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!(
@@ -245,22 +343,33 @@ pub fn etcd_material_from_dir(dir: &std::path::Path) -> Result<EtcdMaterial, Str
             )),
         }
     };
+    let parse = |crt: &str, key: &str, c: &[u8], k: &[u8]| {
+        let (cp, kp) = (dir.join(crt), dir.join(key));
+        SigningCa::parse(
+            &cp.display().to_string(),
+            c,
+            &kp.display().to_string(),
+            k,
+            Some(&kp),
+        )
+    };
     let (Some(ca), Some(ca_key)) = (read("etcd/ca.crt", true)?, read("etcd/ca.key", true)?) else {
         unreachable!("required files are Some or an error");
     };
+    let etcd_ca = parse("etcd/ca.crt", "etcd/ca.key", &ca, &ca_key)?;
     let cluster_ca = match (read("ca.crt", false)?, read("ca.key", false)?) {
-        (Some(c), Some(k)) => Some((c, k)),
+        (Some(c), Some(k)) => Some(std::sync::Arc::new(parse("ca.crt", "ca.key", &c, &k)?)),
         _ => None,
     };
-    let (cert_pem, key_pem) =
-        mint_client(&ca, &ca_key, "joinguard-preflight", None, MINTED_LIFETIME)
-            .map_err(|e| format!("{}: {e}", dir.join("etcd/ca.{crt,key}").display()))?;
+    let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
+        .map_err(|e| format!("{}: {e}", dir.join("etcd/ca.key").display()))?;
     Ok(EtcdMaterial {
         source: dir.display().to_string(),
-        ca_pem: ca.to_vec(),
+        ca_pem: etcd_ca.cert_pem.clone(),
         cert_pem,
         key_pem,
         minted: true,
+        ca_key: Some(etcd_ca.describe_key()),
         cluster_ca,
     })
 }
@@ -274,11 +383,12 @@ pub enum CertSource<'a> {
     Files(EtcdMaterial),
 }
 
-/// A client certificate (clientAuth, CN `cn`, O `org`), signed by the given CA, valid from 5
-/// minutes ago for `lifetime`.
-fn mint_client(
-    ca_pem: &[u8],
-    ca_key_pem: &[u8],
+/// A client certificate (clientAuth, CN `cn`, O `org`), signed by `ca` with the CA key's own
+/// algorithm (RSA PKCS#1 v1.5 SHA-256, ECDSA P-256/SHA-256, P-384/SHA-384, Ed25519), valid from 5
+/// minutes ago for `lifetime`. The leaf key is a fresh ECDSA P-256 key (ring generates no RSA),
+/// returned as PKCS#8 PEM.
+pub fn mint_client(
+    ca: &SigningCa,
     cn: &str,
     org: Option<&str>,
     lifetime: Duration,
@@ -287,13 +397,9 @@ fn mint_client(
         CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
         KeyPair, KeyUsagePurpose,
     };
-    let ca_key_text = Zeroizing::new(
-        String::from_utf8(ca_key_pem.to_vec()).map_err(|_| "the CA key is not PEM text")?,
-    );
-    let ca_key =
-        KeyPair::from_pem(&ca_key_text).map_err(|e| format!("the CA key is not usable ({e})"))?;
-    let ca_text = String::from_utf8(ca_pem.to_vec()).map_err(|_| "the CA is not PEM text")?;
-    let issuer = Issuer::from_ca_cert_pem(&ca_text, ca_key)
+    let signer = ca.key.to_rcgen().map_err(|e| e.to_string())?;
+    let ca_text = String::from_utf8(ca.cert_pem.clone()).map_err(|_| "the CA is not PEM text")?;
+    let issuer = Issuer::from_ca_cert_pem(&ca_text, signer)
         .map_err(|e| format!("the CA certificate is not usable ({e})"))?;
     let key = KeyPair::generate().map_err(|e| format!("generating a client key: {e}"))?;
     let mut params = CertificateParams::default();
@@ -303,6 +409,8 @@ fn mint_client(
         params.distinguished_name.push(DnType::OrganizationName, o);
     }
     params.is_ca = IsCa::ExplicitNoCa;
+    // kubeadm's leaf key usages (pkiutil.NewSignedCert); keyEncipherment is harmless on an
+    // ECDSA leaf and Go's verifier ignores key usages of leaves.
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
@@ -364,10 +472,9 @@ pub async fn read_cluster(
     };
     let stacked_unknown =
         facts.external_etcd.is_empty() && facts.control_plane_addresses.is_empty();
-    if let (true, Some((ca, ca_key))) = (stacked_unknown, &material.cluster_ca) {
+    if let (true, Some(ca)) = (stacked_unknown, &material.cluster_ca) {
         let (cert, key) = mint_client(
             ca,
-            ca_key,
             "joinguard-preflight",
             Some("system:masters"),
             ADMIN_LIFETIME,
@@ -437,5 +544,172 @@ mod tests {
         let wrong = parse_certificate_key(&"cd".repeat(32)).unwrap();
         assert!(decrypt_bytes(&sealed, &wrong).is_none());
         assert!(decrypt_bytes(&sealed[..10], &key).is_none());
+    }
+
+    /// The signature algorithm OID of a PEM certificate, and whether it chains to `ca_pem` as a
+    /// clientAuth certificate (rustls' webpki verifier, as etcd's Go verifier would check it).
+    fn signature_and_chain(cert_pem: &[u8], ca_pem: &[u8]) -> (String, Result<(), String>) {
+        let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        let oid = cert.signature_algorithm.algorithm.to_id_string();
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pemfile::certs(&mut &ca_pem[..]) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            std::sync::Arc::new(roots),
+            std::sync::Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        let der = rustls_pki_types::CertificateDer::from(pem.contents.clone());
+        let chain = verifier
+            .verify_client_cert(&der, &[], rustls_pki_types::UnixTime::now())
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        (oid, chain)
+    }
+
+    /// kubeadm's default CA (RSA-2048, its key PKCS#1 `BEGIN RSA PRIVATE KEY`) failed here with
+    /// "the CA key is not usable (Could not parse key pair)": rcgen on ring takes PKCS#8 only.
+    /// Every CA kubeadm can write now mints, and signs as Go signs for that issuer type.
+    #[test]
+    fn mints_from_every_ca_key_kubeadm_writes_with_the_issuers_signature() {
+        use netlab::pki::{KeyAlgorithm, KeyEncoding, KeyProfile, TestCa};
+        let sha256_rsa = "1.2.840.113549.1.1.11";
+        let ecdsa_sha256 = "1.2.840.10045.4.3.2";
+        let ecdsa_sha384 = "1.2.840.10045.4.3.3";
+        let cases = [
+            (KeyProfile::RSA_2048, sha256_rsa),
+            (KeyProfile::kubeadm(KeyAlgorithm::Rsa(3072)), sha256_rsa),
+            (KeyProfile::kubeadm(KeyAlgorithm::Rsa(4096)), sha256_rsa),
+            (KeyProfile::ECDSA_P256, ecdsa_sha256),
+            (KeyProfile::kubeadm(KeyAlgorithm::EcdsaP384), ecdsa_sha384),
+            (KeyProfile::PKCS8_P256, ecdsa_sha256),
+            (
+                KeyProfile {
+                    algorithm: KeyAlgorithm::Rsa(2048),
+                    encoding: KeyEncoding::Pkcs8,
+                },
+                sha256_rsa,
+            ),
+        ];
+        for (profile, want_sig) in cases {
+            let ca = TestCa::with_profile("etcd-ca", profile).unwrap();
+            let signing = SigningCa::parse(
+                "etcd/ca.crt",
+                ca.cert_pem().as_bytes(),
+                "etcd/ca.key",
+                ca.key_pem().as_bytes(),
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{profile}: {e}"));
+            let (cert, key) =
+                mint_client(&signing, "joinguard-preflight", None, MINTED_LIFETIME).unwrap();
+            let (sig, chain) = signature_and_chain(&cert, ca.cert_pem().as_bytes());
+            assert_eq!(sig, want_sig, "{profile}");
+            chain.unwrap_or_else(|e| panic!("{profile}: minted cert does not verify: {e}"));
+            // The minted leaf key is ECDSA P-256 (ring generates no RSA), PKCS#8.
+            let leaf = PrivateKey::from_pem(&key, None).unwrap();
+            assert_eq!(leaf.algorithm(), crate::key::KeyAlgorithm::EcdsaP256);
+        }
+    }
+
+    #[test]
+    fn a_ca_key_that_is_not_the_certificates_is_refused() {
+        use netlab::pki::{KeyProfile, TestCa};
+        let a = TestCa::with_profile("etcd-ca", KeyProfile::ECDSA_P256).unwrap();
+        let b = TestCa::with_profile("etcd-ca", KeyProfile::ECDSA_P256).unwrap();
+        let e = SigningCa::parse(
+            "etcd/ca.crt",
+            a.cert_pem().as_bytes(),
+            "etcd/ca.key",
+            b.key_pem().as_bytes(),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("etcd/ca.key: the key does not belong to the CA certificate etcd/ca.crt"),
+            "{e}"
+        );
+        let leaf = a.issue(&netlab::pki::CertSpec::client("c", None)).unwrap();
+        let e = SigningCa::parse(
+            "etcd/ca.crt",
+            leaf.cert_pem.as_bytes(),
+            "etcd/ca.key",
+            leaf.key_pem.as_bytes(),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("is not a CA"), "{e}");
+    }
+
+    fn sealed_secret(entries: &[(&str, &[u8])], key: &[u8; 32]) -> Value {
+        use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+        let mut data = serde_json::Map::new();
+        for (name, body) in entries {
+            let b64 = if body.is_empty() {
+                String::new()
+            } else {
+                let nonce = [9u8; 12];
+                let mut buf = body.to_vec();
+                LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).unwrap())
+                    .seal_in_place_append_tag(
+                        Nonce::assume_unique_for_key(nonce),
+                        Aad::empty(),
+                        &mut buf,
+                    )
+                    .unwrap();
+                let mut sealed = nonce.to_vec();
+                sealed.extend_from_slice(&buf);
+                STANDARD.encode(sealed)
+            };
+            data.insert((*name).to_string(), b64.into());
+        }
+        json!({ "data": data })
+    }
+
+    #[test]
+    fn kubeadm_certs_entries_in_kubeadm_formats_mint_and_bad_ones_name_the_entry() {
+        use netlab::pki::{KeyProfile, KubeadmPki};
+        let key = [5u8; 32];
+        let pki = KubeadmPki::with_profile(KeyProfile::RSA_2048).unwrap();
+        let entries = pki.kubeadm_certs_entries();
+        let all: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_bytes()))
+            .collect();
+        let m = etcd_material(&sealed_secret(&all, &key), &key).unwrap();
+        assert!(m.minted);
+        assert_eq!(m.ca_key.as_deref(), Some("RSA-2048 PKCS#1"));
+        assert!(m.cluster_ca.is_some());
+
+        // kubeadm uploads an empty entry for a file it did not find (an external CA without
+        // ca.key): that is "absent", not a wrong certificate key.
+        let mut no_ca_key = all.clone();
+        no_ca_key.retain(|(n, _)| *n != "ca.key");
+        no_ca_key.push(("ca.key", b""));
+        let m = etcd_material(&sealed_secret(&no_ca_key, &key), &key).unwrap();
+        assert!(m.cluster_ca.is_none());
+
+        let encrypted = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/keys/encrypted-pkcs8.pem"),
+        )
+        .unwrap();
+        let mut bad = all.clone();
+        bad.retain(|(n, _)| *n != "etcd-ca.key");
+        bad.push(("etcd-ca.key", &encrypted));
+        let e = etcd_material(&sealed_secret(&bad, &key), &key).unwrap_err();
+        assert!(matches!(e, DiscoveryError::Input(_)), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "kubeadm-certs entry etcd-ca.key: encrypted PKCS#8 key (BEGIN ENCRYPTED PRIVATE KEY)"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("kubeadm init phase upload-certs"), "{msg}");
+        assert!(!msg.contains(&String::from_utf8_lossy(&encrypted[40..100]).to_string()));
     }
 }

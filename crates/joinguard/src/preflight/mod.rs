@@ -326,18 +326,30 @@ impl DiscoveryInput {
             },
         )
         .await?;
+        // Which CA key signed (e.g. "RSA-2048 PKCS#1").
+        let ca_key = |m: &EtcdMaterial| {
+            m.ca_key
+                .as_deref()
+                .map(|k| format!("; etcd CA key {k}"))
+                .unwrap_or_default()
+        };
         if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
             output::say(&format!(
                 "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
-                 (valid 1h)",
-                m.source
+                 (valid 1h{})",
+                m.source,
+                ca_key(m)
             ));
         } else if let Some(m) = &etcd {
-            output::say(if m.minted {
-                "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client certificate \
-                 from the etcd CA (valid 1h)"
+            output::say(&if m.minted {
+                format!(
+                    "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client \
+                     certificate from the etcd CA (valid 1h{})",
+                    ca_key(m)
+                )
             } else {
                 "[preflight] kubeadm-certs decrypted: using the external etcd client certificate"
+                    .to_string()
             });
         }
         Ok(Discovered {

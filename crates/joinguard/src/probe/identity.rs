@@ -2,8 +2,9 @@
 //! configurations built from them.
 //!
 //! This module owns reading `--etcd-cacert`, `--etcd-cert`, `--etcd-key` and `--apiserver-cacert`
-//! and turning them into typed values. Its errors name the flag and say what was expected, so the
-//! CLI can print them as they are and exit 2. It does no network I/O and never logs key material:
+//! and turning them into typed values (keys through [`crate::key::PrivateKey`], which takes
+//! PKCS#1, SEC1 and PKCS#8). Its errors name the flag and say what was expected, so the CLI can
+//! print them as they are and exit 2. It does no network I/O and never logs key material:
 //! private-key buffers are zeroized on drop, and `Debug` of a [`ClientIdentity`] shows the
 //! certificate only.
 
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, RootCertStore};
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::CertificateDer;
 use zeroize::Zeroizing;
 
 /// ALPN protocol id of HTTP/2, which etcd's gRPC listener requires (etcd sets `NextProtos =
@@ -78,12 +79,14 @@ pub enum IdentityError {
     },
     #[error("{flag} {}: the PEM file holds no certificate; expected at least one \"BEGIN CERTIFICATE\" block", path.display())]
     NoCertificate { flag: TlsFlag, path: PathBuf },
-    #[error("{flag} {}: the PEM file holds no private key; expected one \"BEGIN (RSA |EC )?PRIVATE KEY\" block{hint}", path.display())]
-    NoKey {
+    /// The key file holds no usable key: encrypted, unsupported, truncated or garbled. The
+    /// message names the format found ([`crate::key::KeyError`]).
+    #[error("{flag} {}: {source}", path.display())]
+    Key {
         flag: TlsFlag,
         path: PathBuf,
-        /// Extra advice, e.g. that encrypted keys are not supported.
-        hint: &'static str,
+        #[source]
+        source: crate::key::KeyError,
     },
     #[error("{flag} {}: certificate is not valid X.509 ({reason})", path.display())]
     BadCertificate {
@@ -116,7 +119,7 @@ impl IdentityError {
             IdentityError::Unreadable { flag, .. }
             | IdentityError::NotPem { flag, .. }
             | IdentityError::NoCertificate { flag, .. }
-            | IdentityError::NoKey { flag, .. }
+            | IdentityError::Key { flag, .. }
             | IdentityError::BadCertificate { flag, .. }
             | IdentityError::BadKey { flag, .. }
             | IdentityError::KeyMismatch { flag, .. }
@@ -262,16 +265,25 @@ impl ClientIdentity {
             &cert_pem,
             "a PEM file with the client certificate",
         )?;
-        let key = parse_key(key_flag, key_path, &key_pem)?;
-        let signing_key = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| {
+        let key = crate::key::PrivateKey::from_pem(&key_pem, Some(key_path)).map_err(|source| {
+            IdentityError::Key {
+                flag: key_flag,
+                path: key_path.to_owned(),
+                source,
+            }
+        })?;
+        let mut der = key.to_rustls();
+        let signing_key = rustls::crypto::ring::sign::any_supported_type(&der).map_err(|e| {
             IdentityError::BadKey {
                 flag: key_flag,
                 path: key_path.to_owned(),
                 reason: e.to_string(),
             }
         })?;
-        // `key` (a `PrivateKeyDer`) zeroizes itself on drop; ring keeps its own copy.
-        drop(key);
+        // ring keeps its own copy; etcd-client gets the key as PKCS#8 PEM whatever the file held.
+        zeroize::Zeroize::zeroize(&mut der);
+        drop(key_pem);
+        let key_pem = key.to_pkcs8_pem();
         let certified = CertifiedKey::new(chain.clone(), signing_key);
         match certified.keys_match() {
             Ok(()) => {}
@@ -419,56 +431,6 @@ fn parse_certs(
     Ok(certs)
 }
 
-fn parse_key(
-    flag: TlsFlag,
-    path: &Path,
-    pem: &[u8],
-) -> Result<PrivateKeyDer<'static>, IdentityError> {
-    let mut items = 0usize;
-    let mut key = None;
-    for item in rustls_pemfile::read_all(&mut BufReader::new(pem)) {
-        let item = item.map_err(|e| IdentityError::NotPem {
-            flag,
-            path: path.to_owned(),
-            reason: e.to_string(),
-            expected: "a PEM file with the client private key",
-        })?;
-        items += 1;
-        let found = match item {
-            rustls_pemfile::Item::Pkcs1Key(k) => Some(PrivateKeyDer::Pkcs1(k)),
-            rustls_pemfile::Item::Pkcs8Key(k) => Some(PrivateKeyDer::Pkcs8(k)),
-            rustls_pemfile::Item::Sec1Key(k) => Some(PrivateKeyDer::Sec1(k)),
-            _ => None,
-        };
-        if key.is_none() {
-            key = found;
-        }
-    }
-    let encrypted = contains(pem, b"ENCRYPTED");
-    match key {
-        Some(key) => Ok(key),
-        None if items == 0 && !encrypted => Err(IdentityError::NotPem {
-            flag,
-            path: path.to_owned(),
-            reason: "no PEM block found".into(),
-            expected: "a PEM file with the client private key",
-        }),
-        None => Err(IdentityError::NoKey {
-            flag,
-            path: path.to_owned(),
-            hint: if encrypted {
-                " (encrypted keys are not supported; decrypt it first)"
-            } else {
-                ""
-            },
-        }),
-    }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,8 +466,24 @@ mod tests {
     fn key_file_without_key_is_reported() {
         let pem =
             b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
-        let err = parse_key(TlsFlag::EtcdKey, Path::new("k.pem"), pem).unwrap_err();
-        assert!(matches!(err, IdentityError::NoKey { .. }), "{err:?}");
-        assert!(err.to_string().contains("encrypted keys are not supported"));
+        let ca = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["c".to_string()])
+            .unwrap()
+            .self_signed(&ca)
+            .unwrap();
+        let err = ClientIdentity::from_pem(
+            Path::new("c.crt"),
+            cert.pem().into_bytes(),
+            Path::new("k.pem"),
+            Zeroizing::new(pem.to_vec()),
+        )
+        .unwrap_err();
+        assert!(matches!(err, IdentityError::Key { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("--etcd-key k.pem: encrypted PKCS#8 key (BEGIN ENCRYPTED PRIVATE KEY)"),
+            "{msg}"
+        );
+        assert!(msg.contains("openssl pkey -in k.pem"), "{msg}");
     }
 }

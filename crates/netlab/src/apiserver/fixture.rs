@@ -375,26 +375,34 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// The kubeadm-certs entries, named like `copycerts.certOrKeyNameToSecretName` names them
-/// (`etcd/ca.crt` becomes `etcd-ca.crt`).
+/// The kubeadm-certs entries for `copycerts.certsToTransfer`, named as
+/// `copycerts.certOrKeyNameToSecretName` names them (`etcd/ca.crt` becomes `etcd-ca.crt`), each the
+/// exact bytes of the lab PKI's file. Stacked etcd: `ca.*`, `front-proxy-ca.*`, `sa.*`,
+/// `etcd-ca.*`; external etcd: the etcd CA and client certificate and key instead of `etcd-ca.*`.
 fn cert_entries(
     api: &ApiServer,
     opts: &FixtureOptions<'_>,
 ) -> Result<Vec<(String, String)>, Error> {
     let pki = |e: crate::Error| Error::Fixture(format!("kubeadm-certs: {e}"));
-    let front_proxy = TestCa::new("front-proxy-ca").map_err(pki)?;
-    let sa = rcgen::KeyPair::generate().map_err(|e| Error::Fixture(format!("sa key: {e}")))?;
+    // A stand-in with a CA of the test's own has no lab PKI: the other shared files come from a
+    // fresh one of the same key profile.
+    let own;
+    let lab = match api.pki() {
+        Some(p) => p.as_ref(),
+        None => {
+            own = crate::pki::KubeadmPki::with_profile(api.ca().profile()).map_err(pki)?;
+            &own
+        }
+    };
     let mut entries = vec![
         ("ca.crt".to_string(), api.ca().cert_pem().to_string()),
         ("ca.key".to_string(), api.ca().key_pem()),
-        (
-            "front-proxy-ca.crt".to_string(),
-            front_proxy.cert_pem().to_string(),
-        ),
-        ("front-proxy-ca.key".to_string(), front_proxy.key_pem()),
-        ("sa.key".to_string(), sa.serialize_pem()),
-        ("sa.pub".to_string(), sa.public_key_pem()),
     ];
+    entries.extend(
+        lab.kubeadm_certs_entries()
+            .into_iter()
+            .filter(|(name, _)| name.starts_with("front-proxy-ca.") || name.starts_with("sa.")),
+    );
     match &opts.external_etcd {
         None => {
             entries.push(("etcd-ca.crt".into(), opts.etcd_ca.cert_pem().to_string()));
@@ -424,7 +432,10 @@ fn cluster_configuration(opts: &FixtureOptions<'_>, endpoint: &str) -> String {
     y += &format!("controlPlaneEndpoint: {endpoint}\n");
     y += "controllerManager: {}\ndns: {}\n";
     if v4 {
-        y += "encryptionAlgorithm: RSA-2048\n";
+        y += &format!(
+            "encryptionAlgorithm: {}\n",
+            opts.etcd_ca.profile().encryption_algorithm()
+        );
     }
     y += "etcd:\n";
     match &opts.external_etcd {

@@ -45,7 +45,7 @@ use tracing::{debug, warn};
 
 use crate::etcd::EtcdCluster;
 use crate::host::Host;
-use crate::pki::{CertSpec, TestCa};
+use crate::pki::{CertSpec, KubeadmPki, TestCa};
 
 pub use auth::UserInfo;
 pub use faults::{FaultKind, FaultRule, Faults};
@@ -124,7 +124,8 @@ pub struct ApiServerOptions {
     pub port: u16,
     /// The admin bearer token (user `kubernetes-admin`, group `system:masters`). Default: random.
     pub admin_token: Option<String>,
-    /// The cluster CA that signs the serving certificate. Default: a new "kubernetes" CA.
+    /// The cluster CA that signs the serving certificate. Default: the etcd cluster's kubeadm PKI
+    /// (its `ca`, CN `kubernetes`), so that one lab has one PKI, as a kubeadm cluster does.
     pub ca: Option<TestCa>,
     /// `gitVersion` in `/version`, e.g. `v1.32.0-standin`.
     pub version: String,
@@ -199,12 +200,20 @@ impl Shared {
 /// A running stand-in. Dropping it stops the server; objects stay in etcd.
 pub struct ApiServer {
     shared: Arc<Shared>,
-    ca: TestCa,
+    ca: ServingCa,
     url: String,
     host: Host,
     rt: tokio::runtime::Handle,
     shutdown: Option<watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Where the serving certificate comes from.
+enum ServingCa {
+    /// The lab's kubeadm PKI: its `ca` and kubeadm's `apiserver` certificate.
+    Lab(Arc<KubeadmPki>),
+    /// A CA of the test's own (for example an attacker's).
+    Own(Box<TestCa>),
 }
 
 impl fmt::Debug for ApiServer {
@@ -225,29 +234,46 @@ impl ApiServer {
         cluster: &EtcdCluster,
         opts: ApiServerOptions,
     ) -> Result<ApiServer, Error> {
-        let ca = match opts.ca {
-            Some(ca) => ca,
-            None => TestCa::new("kubernetes").map_err(|e| Error::Tls(e.to_string()))?,
-        };
         let addr = SocketAddr::new(IpAddr::V4(host.addr()), opts.port);
-        let serving = ca
-            .issue(&CertSpec::server(
-                "kube-apiserver",
-                &[
-                    IpAddr::V4(host.addr()),
-                    IpAddr::V4(Ipv4Addr::LOCALHOST),
-                    // The first address of kubeadm's default service subnet 10.96.0.0/12.
-                    IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1)),
-                ],
-                &[
-                    "kubernetes",
-                    "kubernetes.default",
-                    "kubernetes.default.svc",
-                    "kubernetes.default.svc.cluster.local",
-                ],
-            ))
-            .map_err(|e| Error::Tls(e.to_string()))?;
-        let tls = tls_config(&serving.cert_pem, &serving.key_pem, ca.cert_pem())?;
+        let tls_err = |e: crate::Error| Error::Tls(e.to_string());
+        let (ca, serving) = match opts.ca {
+            Some(ca) => {
+                let serving = ca
+                    .issue(&CertSpec::server(
+                        "kube-apiserver",
+                        &[
+                            IpAddr::V4(host.addr()),
+                            IpAddr::V4(Ipv4Addr::LOCALHOST),
+                            // The first address of kubeadm's default service subnet 10.96.0.0/12.
+                            IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1)),
+                        ],
+                        &[
+                            "kubernetes",
+                            "kubernetes.default",
+                            "kubernetes.default.svc",
+                            "kubernetes.default.svc.cluster.local",
+                        ],
+                    ))
+                    .map_err(tls_err)?;
+                (ServingCa::Own(Box::new(ca)), serving)
+            }
+            None => {
+                // kubeadm's `apiserver` certificate for this host, next to the cluster's PKI.
+                let pki = cluster.pki().clone();
+                let serving = pki
+                    .apiserver(host.name(), IpAddr::V4(host.addr()), None)
+                    .map_err(tls_err)?;
+                serving
+                    .write(&cluster.pki_dir(), "apiserver")
+                    .map_err(tls_err)?;
+                (ServingCa::Lab(pki), serving)
+            }
+        };
+        let ca_cert_pem = match &ca {
+            ServingCa::Lab(p) => p.ca().cert_pem().to_string(),
+            ServingCa::Own(c) => c.cert_pem().to_string(),
+        };
+        let tls = tls_config(&serving.cert_pem, &serving.key_pem, &ca_cert_pem)?;
         let admin_token = opts
             .admin_token
             .unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()));
@@ -386,12 +412,23 @@ impl ApiServer {
 
     /// The cluster CA certificate (PEM) that signed the serving certificate.
     pub fn ca_pem(&self) -> &str {
-        self.ca.cert_pem()
+        self.ca().cert_pem()
     }
 
     /// The cluster CA (for fixtures: kubeadm-certs carries `ca.crt` and `ca.key`).
     pub fn ca(&self) -> &TestCa {
-        &self.ca
+        match &self.ca {
+            ServingCa::Lab(p) => p.ca(),
+            ServingCa::Own(c) => c,
+        }
+    }
+
+    /// The kubeadm PKI the serving certificate comes from; `None` when the test gave its own CA.
+    pub fn pki(&self) -> Option<&Arc<KubeadmPki>> {
+        match &self.ca {
+            ServingCa::Lab(p) => Some(p),
+            ServingCa::Own(_) => None,
+        }
     }
 
     /// The admin bearer token: user `kubernetes-admin`, group `system:masters`.

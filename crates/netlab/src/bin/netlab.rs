@@ -345,6 +345,17 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             id.key.display()
         ));
         out(format!("  peer URLs: {}", c.peer_endpoints().join(",")));
+        out("");
+        out(format!(
+            "kubeadm PKI ({}, kubeadm's /etc/kubernetes/pki layout; {} picks another): {}",
+            c.pki().profile(),
+            netlab::pki::PKI_ENV,
+            c.pki_dir().display()
+        ));
+        out(format!(
+            "  each member's own etcd/server and etcd/peer: {}",
+            c.dir().join("<member>/pki/etcd").display()
+        ));
         if joiner {
             out("");
             out("try:");
