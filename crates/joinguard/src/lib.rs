@@ -9,6 +9,7 @@ pub mod cli;
 pub mod discovery;
 pub mod joinconfig;
 pub mod kube;
+pub mod kubeadm;
 pub mod limits;
 pub mod logging;
 pub mod manual;

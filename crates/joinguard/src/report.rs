@@ -29,6 +29,10 @@ pub struct Report {
     pub measurements: Vec<Measurement>,
     /// Facts the operator should know that are not checks (fallbacks taken, probes skipped).
     pub notes: Vec<String>,
+    /// `--ignore-preflight-errors=all`: every error was turned into a warning, so the verdict
+    /// says nothing. Present (true) only then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ignored_all: bool,
     pub duration_ms: u64,
     /// Per-hop traces of failing targets (`joinguard trace`), when run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,6 +138,7 @@ impl Report {
             checks,
             measurements: summaries.iter().map(Measurement::from_summary).collect(),
             notes,
+            ignored_all: false,
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             traces: None,
             retries: None,
@@ -174,6 +179,20 @@ pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
     }
     for n in &report.notes {
         writeln!(w, "[preflight] Note: {n}")?;
+    }
+    if report.ignored_all {
+        let ignored = report
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Ignored)
+            .count();
+        writeln!(
+            w,
+            "[preflight] WARNING: --ignore-preflight-errors=all: every joinguard error was \
+             ignored ({ignored} check{} would have failed or warned); this verdict says nothing \
+             about the network",
+            if ignored == 1 { "" } else { "s" }
+        )?;
     }
     if !report.measurements.is_empty() {
         writeln!(w, "[preflight] Measurements:")?;
