@@ -178,10 +178,8 @@ fn kubeadm_join_line(a: &mut PreflightArgs) -> Result<JoinLine, String> {
         ));
     }
     let mut notes = Vec::new();
-    let say = |line: String, notes: &mut Vec<String>| {
-        output::say(&format!("[preflight] {line}"));
-        notes.push(line);
-    };
+    // Notes go into the report (text and JSON), not a second time to stderr.
+    let say = |line: String, notes: &mut Vec<String>| notes.push(line);
     let mut line = JoinLine {
         file_ca: None,
         control_plane: a.control_plane,
