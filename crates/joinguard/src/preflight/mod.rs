@@ -767,6 +767,10 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
     let checks = checker.finish(checks);
     let mut report = Report::new(&summaries, checks, notes, took);
     report.ignored_all = input.ignore.is_all();
+    report.worker_join = !input.control_plane
+        && input.etcd_clients.is_empty()
+        && input.etcd_peers.is_empty()
+        && input.etcd_identity.is_none();
     report
 }
 
