@@ -573,15 +573,22 @@ Examples:
   # Cluster API: everything from the join's config file:
   joinguard preflight --config /run/kubeadm/kubeadm-join-config.yaml
 
-  # Only the join's own inputs: the CA comes from token discovery, verified by the pin:
+  # The kubeadm join line itself (kubeadm 1.28-1.35), `kubeadm join` replaced: the CA comes
+  # from token discovery, verified by the pin; the etcd members and an in-memory etcd client
+  # certificate from kubeadm-certs:
   joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \\
-    --discovery-token-ca-cert-hash sha256:<hex> --etcd-endpoints https://10.0.0.11:2379
+    --discovery-token-ca-cert-hash sha256:<hex> --control-plane --certificate-key <hex> \\
+    --apiserver-advertise-address 10.0.0.12 --cri-socket unix:///run/containerd/containerd.sock \\
+    --v=5
+
+  # A worker's line (no --control-plane) checks only the API path.
 
   # Wait up to 3 minutes for the network to become fit, report as JSON:
   joinguard preflight 10.0.0.10:6443 --etcd-endpoints https://10.0.0.11:2379 --wait 3m -o json
 
 Exit codes: 0 fit (warnings allowed), 1 not fit, 2 invalid input, 3 trust failure.
-See docs/preflight.md for every check, its threshold and what to do when it fails.";
+See docs/preflight.md for every check, its threshold and what to do when it fails, and
+docs/kubeadm-compat.md for kubeadm's flags, check names and config fields.";
 
 /// A Go bool as pflag parses it (`strconv.ParseBool`): 1, t, T, TRUE, true, True, 0, f, F,
 /// FALSE, false, False.
