@@ -1225,6 +1225,38 @@ mod tests {
     }
 
     #[test]
+    fn kubeadm_names_are_noted_and_both_lists_merge_as_kubeadm_merges_them() {
+        let flag = vec!["NumCPU,mem".to_string(), "EtcdPeerLatency".to_string()];
+        let file = vec![
+            "Port-6443".to_string(),
+            "dirAvailable--var-lib-etcd".to_string(),
+        ];
+        let l = IgnoreList::from_sources(&flag, &file).unwrap();
+        assert!(l.contains(CheckName::EtcdPeerLatency));
+        assert!(!l.contains(CheckName::PacketLoss));
+        assert_eq!(
+            l.kubeadm_checks().collect::<Vec<_>>(),
+            ["DirAvailable--var-lib-etcd", "Mem", "NumCPU", "Port-6443"]
+        );
+        // `all` in the file and a name on the flag: kubeadm's error over the merged set.
+        let e = IgnoreList::from_sources(&["Swap".into()], &["all".into()]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ignore-preflight-errors: Invalid value: \"all,swap\": don't specify individual \
+             checks if 'all' is used"
+        );
+        // The same `all` twice is one entry of the set.
+        assert!(IgnoreList::from_sources(&["ALL".into()], &["all".into()])
+            .unwrap()
+            .is_all());
+        let e = IgnoreList::from_sources(&["Bogus".into()], &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("neither one of joinguard's checks"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn slow_peer_errors_with_an_operator_message() {
         let c = Checker::default();
         let rtts: Vec<f64> = (0..20).map(|i| 78.0 + f64::from(i % 2) * 3.0).collect();

@@ -693,3 +693,81 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("`{s}` is not a duration like 100ms, 30s or 5m ({e})"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        kubeadm_argv(s.split(' ').map(std::ffi::OsString::from))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn klog_levels_and_underscores_are_rewritten_and_the_count_is_kept() {
+        assert_eq!(
+            argv("joinguard preflight -v 5 -v=3 -v7 -vv --node_name=cp-2 --log_file x -- --a_b"),
+            [
+                "joinguard",
+                "preflight",
+                "--v=5",
+                "--v=3",
+                "--v=7",
+                "-vv",
+                "--node-name=cp-2",
+                "--log-file",
+                "x",
+                "--",
+                "--a_b"
+            ]
+        );
+        // `-v` before something that is not a level stays joinguard's count.
+        assert_eq!(
+            argv("joinguard -v preflight 10.0.0.10:6443"),
+            ["joinguard", "-v", "preflight", "10.0.0.10:6443"]
+        );
+    }
+
+    #[test]
+    fn the_kubeadm_line_parses_and_records_the_given_flags() {
+        let line = "joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \
+                    --discovery-token-ca-cert-hash sha256:aa --control-plane \
+                    --discovery-token-unsafe-skip-ca-verification=false --dry-run \
+                    --skip-phases a,b --v 5 --log_file /var/log/x";
+        let cli = parse_from(line.split(' ').map(std::ffi::OsString::from)).unwrap();
+        assert_eq!(cli.verbosity(), 2);
+        let Command::Preflight(a) = cli.command else {
+            panic!("not preflight");
+        };
+        assert!(a.control_plane);
+        assert!(!a.discovery_token_unsafe_skip_ca_verification);
+        assert_eq!(a.kubeadm.dry_run, Some(true));
+        assert_eq!(a.kubeadm.skip_phases, ["a", "b"]);
+        assert_eq!(a.kubeadm.log_file.as_deref(), Some("/var/log/x"));
+        for f in [
+            "token",
+            "discovery-token-ca-cert-hash",
+            "control-plane",
+            "discovery-token-unsafe-skip-ca-verification",
+            "dry-run",
+            "skip-phases",
+            "log-file",
+        ] {
+            assert!(a.given.iter().any(|g| g == f), "{f} not in {:?}", a.given);
+        }
+        assert!(!a.given.iter().any(|g| g == "timeout"), "{:?}", a.given);
+    }
+
+    #[test]
+    fn go_bools() {
+        for t in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(parse_go_bool(t), Ok(true));
+        }
+        for f in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(parse_go_bool(f), Ok(false));
+        }
+        assert!(parse_go_bool("yes").is_err());
+    }
+}
