@@ -481,6 +481,25 @@ mod tests {
     }
 
     #[test]
+    fn join_config_beside_kubeadm_fields_meets_kubeadms_rule() {
+        let c = parse(
+            "cluster:\n  joinConfig: /run/kubeadm/kubeadm-join-config.yaml\n  token: abcdef.0123456789abcdef\n  nodeName: cp-2\n  etcdHeartbeatInterval: 200ms\n",
+        )
+        .unwrap();
+        let args = c.cluster.unwrap();
+        assert_eq!(args.given, ["config", "token", "node-name"]);
+        assert_eq!(
+            crate::kubeadm::flags::mixed_config_error(&args.given).as_deref(),
+            Some("can not mix '--config' with arguments [token]")
+        );
+        let c = parse("cluster:\n  joinConfig: /j.yaml\n  nodeName: cp-2\n  ignorePreflightErrors: [NumCPU]\n").unwrap();
+        assert_eq!(
+            crate::kubeadm::flags::mixed_config_error(&c.cluster.unwrap().given),
+            None
+        );
+    }
+
+    #[test]
     fn unknown_field_is_named() {
         let e = parse("intervall: 1s\ntargets: []\n")
             .unwrap_err()
