@@ -144,7 +144,7 @@ struct JoinLine {
     explicit_etcd: bool,
     advertise_address: Option<IpAddr>,
     discovery_timeout: Option<Duration>,
-    /// For the report's notes (also said on stderr).
+    /// For the report's notes (text and JSON).
     notes: Vec<String>,
 }
 
