@@ -71,12 +71,16 @@ _joinguard() {
 
     case "${cmd}" in
         joinguard)
-            opts="-v -h -V --verbose --help --version preflight update-status trace monitor version completion man help"
+            opts="-v -h -V --verbose --v --help --version preflight update-status trace monitor version completion man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -85,12 +89,16 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__completion)
-            opts="-v -h -V --verbose --help --version bash elvish fish powershell zsh"
+            opts="-v -h -V --verbose --v --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -225,13 +233,17 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__man)
-            opts="-v -h -V --out-dir --verbose --help --version"
+            opts="-v -h -V --out-dir --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --out-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -243,7 +255,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__monitor)
-            opts="-v -h -V --config --listen --verbose --help --version"
+            opts="-v -h -V --config --listen --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -257,6 +269,10 @@ _joinguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -265,7 +281,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__preflight)
-            opts="-o -v -h -V --apiserver-cacert --config --discovery-token --token --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --cert-dir --etcd-endpoints --etcd-peer-endpoints --etcd-cacert --etcd-cert --etcd-key --etcd-heartbeat-interval --etcd-election-timeout --ignore-preflight-errors --write-probe --bandwidth --wait --timeout --node-name --output --verbose --help --version"
+            opts="-o -v -h -V --apiserver-cacert --config --token --discovery-token --tls-bootstrap-token --discovery-file --control-plane --apiserver-advertise-address --apiserver-bind-port --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --cert-dir --etcd-endpoints --etcd-peer-endpoints --etcd-cacert --etcd-cert --etcd-key --etcd-heartbeat-interval --etcd-election-timeout --ignore-preflight-errors --write-probe --bandwidth --wait --timeout --node-name --output --cri-socket --skip-phases --patches --dry-run --rootfs --vmodule --add-dir-header --skip-headers --alsologtostderr --log-backtrace-at --log-dir --log-file --log-file-max-size --logtostderr --one-output --skip-log-headers --stderrthreshold --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -287,7 +303,31 @@ _joinguard() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-bootstrap-token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --control-plane)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apiserver-advertise-address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apiserver-bind-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --discovery-token-ca-cert-hash)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-token-unsafe-skip-ca-verification)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -351,6 +391,78 @@ _joinguard() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --cri-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip-phases)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --patches)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dry-run)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rootfs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --vmodule)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --add-dir-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip-headers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --alsologtostderr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-backtrace-at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-file-max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --logtostderr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --one-output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip-log-headers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stderrthreshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -359,7 +471,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__trace)
-            opts="-c -o -v -h -V --protocol --port --cycles --max-hops --interval --probe-timeout --timeout --dns --output --verbose --help --version"
+            opts="-c -o -v -h -V --protocol --port --cycles --max-hops --interval --probe-timeout --timeout --dns --output --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -405,6 +517,10 @@ _joinguard() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -413,7 +529,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__update__subcmd__status)
-            opts="-o -v -h -V --kubeconfig --context --config --node-name --apiserver-advertise-address --apiserver-bind-port --timeout --output --verbose --help --version"
+            opts="-o -v -h -V --kubeconfig --context --config --node-name --apiserver-advertise-address --apiserver-bind-port --timeout --output --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -455,6 +571,10 @@ _joinguard() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -463,7 +583,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__version)
-            opts="-o -v -h -V --output --verbose --help --version"
+            opts="-o -v -h -V --output --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -475,6 +595,10 @@ _joinguard() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

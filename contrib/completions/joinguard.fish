@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_joinguard_global_optspecs
-    string join \n v/verbose h/help V/version
+    string join \n v/verbose v= h/help V/version
 end
 
 function __fish_joinguard_needs_command
@@ -24,6 +24,7 @@ function __fish_joinguard_using_subcommand
     contains -- $cmd[1] $argv
 end
 
+complete -c joinguard -n "__fish_joinguard_needs_command" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_needs_command" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_needs_command" -s V -l version -d 'Print version'
@@ -36,9 +37,16 @@ complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "completion" -d 
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "man" -d 'Print the man page of joinguard or of one of its commands (roff, for `man -l -`)'
 complete -c joinguard -n "__fish_joinguard_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l apiserver-cacert -d 'CA bundle that signs the API server\'s certificate (kubeadm: /etc/kubernetes/pki/ca.crt). Without it, the API is probed up to the TLS handshake and /readyz is not verified' -r -F
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l config -d 'kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API\'s /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, token, CA pins, certificate key, node name and ignorePreflightErrors come from it. Flags override the file, as in kubeadm' -r -F
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l token -l discovery-token -d 'Bootstrap token for discovery, as `kubeadm join --token` (or --discovery-token): the cluster CA is then learned from kube-public/cluster-info, verified with the token\'s JWS and the --discovery-token-ca-cert-hash pin, and used to verify the API server' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l config -d 'kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API\'s /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, tokens, CA pins, control plane, certificate key, node name, ignorePreflightErrors and timeouts come from it. As in kubeadm, it cannot be mixed with kubeadm\'s flags except --node-name (overrides the file), --ignore-preflight-errors (merged with the file\'s list), --dry-run, --rootfs, --v, --log-file and --skip-* (`can not mix \'--config\' with arguments [...]`, exit 2); kubeadm ignores the API endpoint argument beside it, and so does joinguard. joinguard\'s own flags (--timeout, --wait, -o, --etcd-*, --cert-dir, ...) may be given beside it' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l token -d 'Bootstrap token for discovery and TLS bootstrap, as `kubeadm join --token`: the token for --discovery-token and --tls-bootstrap-token when those are not given. With discovery, the cluster CA is learned from kube-public/cluster-info, verified with the token\'s JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API server' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-token -d 'The token for token-based discovery (kubeadm\'s --discovery-token; default --token)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l tls-bootstrap-token -d 'The TLS bootstrap token (kubeadm\'s --tls-bootstrap-token; default --token). The kubelet uses it, not joinguard: it is only checked for its form and never printed' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-file -d 'File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and CA are trusted as they are. An https:// URL is refused (exit 2): download it first' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l control-plane -d 'A control-plane join (kubeadm\'s --control-plane): the etcd paths are checked too. Without it (and without controlPlane in --config) this is a worker join: only the API path is checked, unless etcd inputs (--etcd-endpoints, --certificate-key, --cert-dir, ...) are given' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l apiserver-advertise-address -d 'This node\'s address (kubeadm\'s --apiserver-advertise-address; its etcd member will advertise https://ADDR:2380). It must be one of this host\'s addresses, and the route to every etcd member must leave from it: etcd checks a peer certificate\'s SANs against the address the peer connects from' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l apiserver-bind-port -d 'The port this node\'s API server will bind (kubeadm\'s --apiserver-bind-port, default 6443): validated and reported' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-token-ca-cert-hash -d 'Pin(s) of the cluster CA\'s public key, `sha256:<hex>`, as kubeadm join takes them' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-token-unsafe-skip-ca-verification -d 'Allow discovery without a pin (as kubeadm; joinguard warns). Pins that are given are checked all the same, as kubeadm checks them' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l certificate-key -d 'The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get an etcd client identity: the external etcd client certificate, or one minted from the stacked etcd CA. Nothing is written to disk' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l cert-dir -d 'Directory holding the CA certificates and keys that kubeadm\'s manual certificate distribution (and Cluster API) places on a joining control-plane node before `kubeadm join`: etcd/ca.crt and etcd/ca.key, and optionally ca.crt and ca.key (kubeadm: /etc/kubernetes/pki). With --token, it gives preflight the etcd client identity that --certificate-key would, without reading kubeadm-certs. Keys are only read into memory' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-endpoints -d 'etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379' -r
@@ -48,13 +56,30 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-c
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-key -d 'Private key of --etcd-cert' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-heartbeat-interval -d 'The cluster\'s etcd --heartbeat-interval. Latency thresholds scale with it' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-election-timeout -d 'The cluster\'s etcd --election-timeout. The RTT must stay below a tenth of it' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l ignore-preflight-errors -d 'Checks whose errors become warnings, comma-separated, or `all` (e.g. EtcdPeerLatency,PacketLoss)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l ignore-preflight-errors -d 'Checks whose errors become warnings, comma-separated, or `all` (e.g. EtcdPeerLatency,PacketLoss). kubeadm\'s own check names (NumCPU, Mem, Port-6443, ...) are accepted and noted, so the kubeadm join line works unchanged; with --config the file\'s nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l wait -d 'Instead of failing at once, re-check with backoff until fit or until this long has passed (e.g. 5m): covers a load balancer that is reloading' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l timeout -d 'Deadline for one whole check run. The run ends by then, with a verdict' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l node-name -d 'Name of this node, used in the write probe\'s key (default: the hostname)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
 json\t'One JSON object with `schemaVersion`'"
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l discovery-token-unsafe-skip-ca-verification -d 'Trust the discovered CA without a pin (as kubeadm; joinguard warns)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l cri-socket -d 'kubeadm: the CRI socket. joinguard does not talk to the container runtime' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l skip-phases -d 'kubeadm: phases to skip. joinguard has no phases' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l patches -d 'kubeadm: a directory of patches for static Pod manifests. joinguard writes none' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l dry-run -d 'kubeadm: change nothing. joinguard changes nothing by default (see --write-probe)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l rootfs -d 'kubeadm: the host root filesystem to chroot into. joinguard reads its files as given' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l vmodule -d 'klog (kubeadm 1.28-1.30, 1.34+): per-file log levels' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l add-dir-header -d 'klog (kubeadm 1.28-1.33)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l skip-headers -d 'klog (kubeadm 1.28-1.33)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l alsologtostderr -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l log-backtrace-at -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l log-dir -d 'klog (kubeadm 1.28-1.30). joinguard writes no log files' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l log-file -d 'klog (kubeadm 1.28-1.30). joinguard writes no log files' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l log-file-max-size -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l logtostderr -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l one-output -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l skip-log-headers -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l stderrthreshold -d 'klog (kubeadm 1.28-1.30)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l write-probe -d 'Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it, a read, and a revoke. Nothing outlives the lease, even after kill -9'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l bandwidth -d 'Also measure member-to-joiner throughput with a bounded snapshot stream (first 8 MiB), to predict learner catch-up time'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
@@ -62,13 +87,14 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s h -l h
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l kubeconfig -d 'kubeconfig with the credentials to write with (kubeadm: /etc/kubernetes/admin.conf)' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l context -d 'kubeconfig context to use (default: its current-context)' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l config -d 'kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and timeouts.kubernetesAPICall are read from it' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l config -d 'kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and timeouts.kubernetesAPICall are read from it. As in kubeadm, --node-name may be given beside it (and overrides the file); --apiserver-advertise-address and --apiserver-bind-port may not (`can not mix \'--config\' with arguments [...]`, exit 2)' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l node-name -d 'This node\'s name (default: the hostname, as kubeadm)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l apiserver-advertise-address -d 'The address this node\'s API server advertises (needed for ClusterStatus clusters)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l apiserver-bind-port -d 'The port this node\'s API server binds (default 6443)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l timeout -d 'Deadline for the whole command; each call\'s own budget also applies' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
 json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s V -l version -d 'Print version'
@@ -83,24 +109,29 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l probe-time
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l timeout -d 'Deadline for the whole trace; it then ends with the hops it saw' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
 json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l dns -d 'Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l config -d 'The monitor\'s configuration (YAML; see docs/monitor.md for every field)' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l listen -d 'Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default 0.0.0.0:9810)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s o -l output -d 'Output format: one line, or JSON with `schemaVersion` (like `kubectl version -o json`)' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
 json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s V -l version -d 'Print version'
+complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l out-dir -d 'Write every page (joinguard.1, joinguard-preflight.1, ...) into this directory instead' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s V -l version -d 'Print version'

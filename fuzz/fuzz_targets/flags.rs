@@ -1,6 +1,7 @@
 //! Our flag parsing: endpoint URLs (positional API endpoint, --etcd-endpoints,
 //! --etcd-peer-endpoints, member URLs), durations (--timeout, --wait, kubeadm's Go durations),
-//! the bootstrap token and the certificate key.
+//! the bootstrap token and the certificate key; kubeadm's spellings (the argv pre-pass, check
+//! names for --ignore-preflight-errors, Go bools).
 #![no_main]
 use joinguard::target::{Target, TargetKind};
 use libfuzzer_sys::fuzz_target;
@@ -31,4 +32,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(e, reference, "the token error depends on the value");
     }
     let _ = joinguard::discovery::cluster::parse_certificate_key(s);
+    let _ = joinguard::cli::parse_go_bool(s);
+    let _ = joinguard::kubeadm::checks::canonical(s);
+    let _ = joinguard::check::IgnoreList::parse(s);
+    // The pre-pass keeps one argument per input argument, or joins `-v N` into one.
+    let args: Vec<std::ffi::OsString> = s.split(' ').map(Into::into).collect();
+    let out = joinguard::cli::kubeadm_argv(args.clone());
+    assert!(out.len() <= args.len() && out.len() + args.len() / 2 >= args.len());
 });

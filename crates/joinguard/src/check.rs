@@ -97,13 +97,21 @@ impl Serialize for CheckName {
     }
 }
 
-/// A check name that does not exist, or `all` mixed with names.
+/// A check name that is neither joinguard's nor kubeadm's, or `all` mixed with names.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CheckNameError {
-    #[error("unknown check `{name}`; expected `all` or a comma-separated list of: {valid}")]
+    #[error(
+        "unknown check `{name}`: it is neither one of joinguard's checks ({valid}) nor one of \
+         kubeadm's (NumCPU, Mem, Swap, Port-6443, DirAvailable--etc-kubernetes-manifests, ... \
+         which joinguard accepts and passes over); or `all`"
+    )]
     Unknown { name: String, valid: String },
-    #[error("`all` ignores every check; do not list other checks with it")]
-    AllWithOthers,
+    /// kubeadm's own message (`ValidateIgnorePreflightErrors`): the merged, lower-cased set.
+    #[error(
+        "ignore-preflight-errors: Invalid value: \"{set}\": don't specify individual checks if \
+         'all' is used"
+    )]
+    AllWithOthers { set: String },
 }
 
 impl FromStr for CheckName {
@@ -127,27 +135,61 @@ impl FromStr for CheckName {
 pub struct IgnoreList {
     all: bool,
     names: BTreeSet<CheckName>,
+    /// kubeadm's check names that were given (kubeadm's spelling): joinguard has nothing to
+    /// ignore for them, and says so.
+    kubeadm: BTreeSet<String>,
 }
 
 impl IgnoreList {
-    /// Parses `--ignore-preflight-errors`: `all`, or comma-separated names in any case. Empty
-    /// entries are skipped, so a repeated or trailing comma is harmless. Like kubeadm, `all` may
-    /// not be combined with names.
+    /// Parses one comma-separated list (`--ignore-preflight-errors`).
     pub fn parse(s: &str) -> Result<IgnoreList, CheckNameError> {
+        let entries: Vec<String> = s.split(',').map(str::to_string).collect();
+        IgnoreList::from_sources(&entries, &[])
+    }
+
+    /// Merges the flag's entries and the config file's `nodeRegistration.ignorePreflightErrors`
+    /// as kubeadm's `ValidateIgnorePreflightErrors` does: one lower-cased set, `all` alone or not
+    /// at all. Entries may themselves hold commas (pflag splits the flag, not the file). Each
+    /// entry is joinguard's check name or kubeadm's ([`crate::kubeadm::checks`]), any case.
+    pub fn from_sources(flag: &[String], config: &[String]) -> Result<IgnoreList, CheckNameError> {
+        let mut set: BTreeSet<String> = BTreeSet::new();
         let mut list = IgnoreList::default();
-        let mut others = false;
-        for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        for entry in config
+            .iter()
+            .chain(flag)
+            .flat_map(|e| e.split(','))
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        {
+            set.insert(entry.to_ascii_lowercase());
             if entry.eq_ignore_ascii_case("all") {
                 list.all = true;
+            } else if let Ok(name) = entry.parse::<CheckName>() {
+                list.names.insert(name);
+            } else if let Some(k) = crate::kubeadm::checks::canonical(entry) {
+                list.kubeadm.insert(k);
             } else {
-                list.names.insert(entry.parse()?);
-                others = true;
+                return Err(CheckNameError::Unknown {
+                    name: entry.to_string(),
+                    valid: CheckName::valid_names(),
+                });
             }
         }
-        if list.all && others {
-            return Err(CheckNameError::AllWithOthers);
+        if list.all && set.len() > 1 {
+            let set: Vec<String> = set.into_iter().collect();
+            return Err(CheckNameError::AllWithOthers { set: set.join(",") });
         }
         Ok(list)
+    }
+
+    /// `all`: every joinguard error becomes a warning.
+    pub fn is_all(&self) -> bool {
+        self.all
+    }
+
+    /// kubeadm's check names in the list, in kubeadm's spelling.
+    pub fn kubeadm_checks(&self) -> impl Iterator<Item = &str> {
+        self.kubeadm.iter().map(String::as_str)
     }
 
     pub fn contains(&self, name: CheckName) -> bool {
@@ -1176,8 +1218,41 @@ mod tests {
             Err(CheckNameError::Unknown { name, .. }) if name == "Bogus"
         ));
         assert_eq!(
-            IgnoreList::parse("all,PacketLoss"),
-            Err(CheckNameError::AllWithOthers)
+            IgnoreList::parse("all,PacketLoss").unwrap_err().to_string(),
+            "ignore-preflight-errors: Invalid value: \"all,packetloss\": don't specify \
+             individual checks if 'all' is used"
+        );
+    }
+
+    #[test]
+    fn kubeadm_names_are_noted_and_both_lists_merge_as_kubeadm_merges_them() {
+        let flag = vec!["NumCPU,mem".to_string(), "EtcdPeerLatency".to_string()];
+        let file = vec![
+            "Port-6443".to_string(),
+            "dirAvailable--var-lib-etcd".to_string(),
+        ];
+        let l = IgnoreList::from_sources(&flag, &file).unwrap();
+        assert!(l.contains(CheckName::EtcdPeerLatency));
+        assert!(!l.contains(CheckName::PacketLoss));
+        assert_eq!(
+            l.kubeadm_checks().collect::<Vec<_>>(),
+            ["DirAvailable--var-lib-etcd", "Mem", "NumCPU", "Port-6443"]
+        );
+        // `all` in the file and a name on the flag: kubeadm's error over the merged set.
+        let e = IgnoreList::from_sources(&["Swap".into()], &["all".into()]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ignore-preflight-errors: Invalid value: \"all,swap\": don't specify individual \
+             checks if 'all' is used"
+        );
+        // The same `all` twice is one entry of the set.
+        assert!(IgnoreList::from_sources(&["ALL".into()], &["all".into()])
+            .unwrap()
+            .is_all());
+        let e = IgnoreList::from_sources(&["Bogus".into()], &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("neither one of joinguard's checks"),
+            "{e}"
         );
     }
 

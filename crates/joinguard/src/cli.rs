@@ -29,6 +29,16 @@ pub struct Cli {
     /// Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    /// kubeadm's (klog's) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet,
+    /// 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins.
+    #[arg(
+        long = "v",
+        value_name = "LEVEL",
+        global = true,
+        hide_short_help = true
+    )]
+    pub klog_v: Option<u32>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -174,28 +184,68 @@ pub struct PreflightArgs {
     pub apiserver_cacert: Option<PathBuf>,
 
     /// kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API's
-    /// /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, token, CA pins, certificate key,
-    /// node name and ignorePreflightErrors come from it. Flags override the file, as in kubeadm.
+    /// /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, tokens, CA pins, control plane,
+    /// certificate key, node name, ignorePreflightErrors and timeouts come from it. As in kubeadm,
+    /// it cannot be mixed with kubeadm's flags except --node-name (overrides the file),
+    /// --ignore-preflight-errors (merged with the file's list), --dry-run, --rootfs, --v,
+    /// --log-file and --skip-* (`can not mix '--config' with arguments [...]`, exit 2); kubeadm
+    /// ignores the API endpoint argument beside it, and so does joinguard. joinguard's own
+    /// flags (--timeout, --wait, -o, --etcd-*, --cert-dir, ...) may be given beside it.
     #[arg(long, value_name = "JOIN.yaml")]
     pub config: Option<PathBuf>,
 
-    /// Bootstrap token for discovery, as `kubeadm join --token` (or --discovery-token): the
-    /// cluster CA is then learned from kube-public/cluster-info, verified with the token's JWS
-    /// and the --discovery-token-ca-cert-hash pin, and used to verify the API server.
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        visible_alias = "discovery-token",
-        conflicts_with = "apiserver_cacert"
-    )]
+    /// Bootstrap token for discovery and TLS bootstrap, as `kubeadm join --token`: the token
+    /// for --discovery-token and --tls-bootstrap-token when those are not given. With
+    /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
+    /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
+    /// server.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
     pub token: Option<String>,
+
+    /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
+    #[arg(long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
+    pub discovery_token: Option<String>,
+
+    /// The TLS bootstrap token (kubeadm's --tls-bootstrap-token; default --token). The kubelet
+    /// uses it, not joinguard: it is only checked for its form and never printed.
+    #[arg(long, value_name = "TOKEN")]
+    pub tls_bootstrap_token: Option<String>,
+
+    /// File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and
+    /// CA are trusted as they are. An https:// URL is refused (exit 2): download it first.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["discovery_token", "apiserver_cacert"])]
+    pub discovery_file: Option<String>,
+
+    /// A control-plane join (kubeadm's --control-plane): the etcd paths are checked too. Without
+    /// it (and without controlPlane in --config) this is a worker join: only the API path is
+    /// checked, unless etcd inputs (--etcd-endpoints, --certificate-key, --cert-dir, ...) are
+    /// given.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
+          hide_possible_values = true)]
+    pub control_plane: bool,
+
+    /// This node's address (kubeadm's --apiserver-advertise-address; its etcd member will
+    /// advertise https://ADDR:2380). It must be one of this host's addresses, and the route to
+    /// every etcd member must leave from it: etcd checks a peer certificate's SANs against the
+    /// address the peer connects from.
+    #[arg(long, value_name = "IP")]
+    pub apiserver_advertise_address: Option<String>,
+
+    /// The port this node's API server will bind (kubeadm's --apiserver-bind-port, default
+    /// 6443): validated and reported.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub apiserver_bind_port: Option<u16>,
 
     /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
     #[arg(long, value_name = "sha256:HEX", value_delimiter = ',')]
     pub discovery_token_ca_cert_hash: Vec<String>,
 
-    /// Trust the discovered CA without a pin (as kubeadm; joinguard warns).
-    #[arg(long, conflicts_with = "discovery_token_ca_cert_hash")]
+    /// Allow discovery without a pin (as kubeadm; joinguard warns). Pins that are given are
+    /// checked all the same, as kubeadm checks them.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
+          hide_possible_values = true)]
     pub discovery_token_unsafe_skip_ca_verification: bool,
 
     /// The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as
@@ -242,8 +292,10 @@ pub struct PreflightArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub etcd_election_timeout: Duration,
 
-    /// Checks whose errors become warnings, comma-separated, or `all`
-    /// (e.g. EtcdPeerLatency,PacketLoss).
+    /// Checks whose errors become warnings, comma-separated, or `all` (e.g.
+    /// EtcdPeerLatency,PacketLoss). kubeadm's own check names (NumCPU, Mem, Port-6443, ...) are
+    /// accepted and noted, so the kubeadm join line works unchanged; with --config the file's
+    /// nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them.
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub ignore_preflight_errors: Vec<String>,
 
@@ -273,6 +325,103 @@ pub struct PreflightArgs {
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+
+    #[command(flatten)]
+    pub kubeadm: KubeadmIgnored,
+
+    /// The long names of the flags given on the command line (filled by the binary from clap's
+    /// matches; the monitor fills it from its cluster section). kubeadm's `--config` rule and
+    /// the `-v` list of unused flags are judged from it.
+    #[arg(skip)]
+    pub given: Vec<String>,
+}
+
+/// kubeadm join's flags that joinguard accepts and does not use, so that the kubeadm join
+/// line runs unchanged (docs/kubeadm-compat.md lists them per version, with their sources).
+/// At -v, the ones given are listed on stderr.
+#[derive(Args, Debug, Default, Clone)]
+#[command(next_help_heading = "kubeadm flags accepted and not used by joinguard")]
+pub struct KubeadmIgnored {
+    /// kubeadm: the CRI socket. joinguard does not talk to the container runtime.
+    #[arg(long, value_name = "SOCKET")]
+    pub cri_socket: Option<String>,
+
+    /// kubeadm: phases to skip. joinguard has no phases.
+    #[arg(long, value_name = "PHASE[,PHASE...]", value_delimiter = ',')]
+    pub skip_phases: Vec<String>,
+
+    /// kubeadm: a directory of patches for static Pod manifests. joinguard writes none.
+    #[arg(long, value_name = "DIR")]
+    pub patches: Option<String>,
+
+    /// kubeadm: change nothing. joinguard changes nothing by default (see --write-probe).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true)]
+    pub dry_run: Option<bool>,
+
+    /// kubeadm: the host root filesystem to chroot into. joinguard reads its files as given.
+    #[arg(long, value_name = "PATH")]
+    pub rootfs: Option<String>,
+
+    /// klog (kubeadm 1.28-1.30, 1.34+): per-file log levels.
+    #[arg(long, value_name = "PATTERN=N,...", hide_short_help = true)]
+    pub vmodule: Option<String>,
+
+    /// klog (kubeadm 1.28-1.33).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true,
+          hide_short_help = true)]
+    pub add_dir_header: Option<bool>,
+
+    /// klog (kubeadm 1.28-1.33).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true,
+          hide_short_help = true)]
+    pub skip_headers: Option<bool>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true,
+          hide_short_help = true)]
+    pub alsologtostderr: Option<bool>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "FILE:N", hide_short_help = true)]
+    pub log_backtrace_at: Option<String>,
+
+    /// klog (kubeadm 1.28-1.30). joinguard writes no log files.
+    #[arg(long, value_name = "DIR", hide_short_help = true)]
+    pub log_dir: Option<String>,
+
+    /// klog (kubeadm 1.28-1.30). joinguard writes no log files.
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub log_file: Option<String>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "MB", hide_short_help = true)]
+    pub log_file_max_size: Option<u64>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true,
+          hide_short_help = true)]
+    pub logtostderr: Option<bool>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true,
+          hide_short_help = true)]
+    pub one_output: Option<bool>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_go_bool, hide_possible_values = true,
+          hide_short_help = true)]
+    pub skip_log_headers: Option<bool>,
+
+    /// klog (kubeadm 1.28-1.30).
+    #[arg(long, value_name = "SEVERITY", hide_short_help = true)]
+    pub stderrthreshold: Option<String>,
 }
 
 /// `joinguard update-status`.
@@ -299,8 +448,10 @@ pub struct UpdateStatusArgs {
     pub context: Option<String>,
 
     /// kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and
-    /// timeouts.kubernetesAPICall are read from it.
-    #[arg(long, value_name = "JOIN.yaml", conflicts_with_all = ["node_name", "apiserver_advertise_address", "apiserver_bind_port"])]
+    /// timeouts.kubernetesAPICall are read from it. As in kubeadm, --node-name may be given
+    /// beside it (and overrides the file); --apiserver-advertise-address and
+    /// --apiserver-bind-port may not (`can not mix '--config' with arguments [...]`, exit 2).
+    #[arg(long, value_name = "JOIN.yaml")]
     pub config: Option<PathBuf>,
 
     /// This node's name (default: the hostname, as kubeadm).
@@ -322,6 +473,10 @@ pub struct UpdateStatusArgs {
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+
+    /// The long names of the flags given on the command line (see [`PreflightArgs::given`]).
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
 /// `joinguard trace`.
@@ -418,18 +573,201 @@ Examples:
   # Cluster API: everything from the join's config file:
   joinguard preflight --config /run/kubeadm/kubeadm-join-config.yaml
 
-  # Only the join's own inputs: the CA comes from token discovery, verified by the pin:
+  # The kubeadm join line itself (kubeadm 1.28-1.35), `kubeadm join` replaced: the CA comes
+  # from token discovery, verified by the pin; the etcd members and an in-memory etcd client
+  # certificate from kubeadm-certs:
   joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \\
-    --discovery-token-ca-cert-hash sha256:<hex> --etcd-endpoints https://10.0.0.11:2379
+    --discovery-token-ca-cert-hash sha256:<hex> --control-plane --certificate-key <hex> \\
+    --apiserver-advertise-address 10.0.0.12 --cri-socket unix:///run/containerd/containerd.sock \\
+    --v=5
+
+  # A worker's line (no --control-plane) checks only the API path.
 
   # Wait up to 3 minutes for the network to become fit, report as JSON:
   joinguard preflight 10.0.0.10:6443 --etcd-endpoints https://10.0.0.11:2379 --wait 3m -o json
 
 Exit codes: 0 fit (warnings allowed), 1 not fit, 2 invalid input, 3 trust failure.
-See docs/preflight.md for every check, its threshold and what to do when it fails.";
+See docs/preflight.md for every check, its threshold and what to do when it fails, and
+docs/kubeadm-compat.md for kubeadm's flags, check names and config fields.";
+
+/// A Go bool as pflag parses it (`strconv.ParseBool`): 1, t, T, TRUE, true, True, 0, f, F,
+/// FALSE, false, False.
+pub fn parse_go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(format!("`{s}` is not a boolean (true or false)")),
+    }
+}
+
+/// Rewrites kubeadm's spellings on the command line into joinguard's, before clap sees it:
+/// klog's `-v=5`, `-v 5` and `-v5` become `--v=5` (joinguard's own `-v`, `-vv`, `-vvv` stay a
+/// count), and `_` in a long flag name becomes `-`, as kubeadm's `WordSepNormalizeFunc`
+/// treats `--node_name` as `--node-name`. Everything after `--` is left alone.
+pub fn kubeadm_argv<I: IntoIterator<Item = std::ffi::OsString>>(
+    args: I,
+) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut it = args.into_iter().peekable();
+    let mut done = false;
+    let is_level = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    while let Some(arg) = it.next() {
+        let Some(s) = arg.to_str().map(str::to_string) else {
+            out.push(arg);
+            continue;
+        };
+        if done {
+            out.push(arg);
+            continue;
+        }
+        if s == "--" {
+            done = true;
+            out.push(arg);
+        } else if let Some(level) = s.strip_prefix("-v=") {
+            out.push(format!("--v={level}").into());
+        } else if s == "-v" && it.peek().and_then(|n| n.to_str()).is_some_and(is_level) {
+            let level = it.next().unwrap_or_default();
+            out.push(format!("--v={}", level.to_string_lossy()).into());
+        } else if s.len() > 2 && s.starts_with("-v") && is_level(&s[2..]) {
+            out.push(format!("--v={}", &s[2..]).into());
+        } else if let Some(rest) = s.strip_prefix("--") {
+            let (name, value) = match rest.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (rest, None),
+            };
+            let name = name.replace('_', "-");
+            out.push(match value {
+                Some(v) => format!("--{name}={v}").into(),
+                None => format!("--{name}").into(),
+            });
+        } else {
+            out.push(arg);
+        }
+    }
+    out
+}
+
+/// The long names of the arguments of `sub` given on the command line.
+pub fn given_flags(sub: &clap::Command, m: &clap::ArgMatches) -> Vec<String> {
+    sub.get_arguments()
+        .filter(|a| {
+            m.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
+
+/// Parses joinguard's command line as the binary does: kubeadm's spellings first
+/// ([`kubeadm_argv`]), then clap, then the given flags recorded into the command's arguments.
+pub fn parse_from<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let cmd = Cli::command();
+    let matches = cmd.clone().try_get_matches_from(kubeadm_argv(args))?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let Some((name, sub_m)) = matches.subcommand() {
+        if let Some(sub) = cmd.find_subcommand(name) {
+            let given = given_flags(sub, sub_m);
+            match &mut cli.command {
+                Command::Preflight(a) => a.given = given,
+                Command::UpdateStatus(a) => a.given = given,
+                _ => {}
+            }
+        }
+    }
+    Ok(cli)
+}
+
+impl Cli {
+    /// The verbosity count: the larger of `-v` repeats and klog's `--v` mapped onto it.
+    pub fn verbosity(&self) -> u8 {
+        let klog = self
+            .klog_v
+            .map(crate::kubeadm::flags::klog_level_to_verbosity)
+            .unwrap_or(0);
+        self.verbose.max(klog)
+    }
+}
 
 /// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("`{s}` is not a duration like 100ms, 30s or 5m ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        kubeadm_argv(s.split(' ').map(std::ffi::OsString::from))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn klog_levels_and_underscores_are_rewritten_and_the_count_is_kept() {
+        assert_eq!(
+            argv("joinguard preflight -v 5 -v=3 -v7 -vv --node_name=cp-2 --log_file x -- --a_b"),
+            [
+                "joinguard",
+                "preflight",
+                "--v=5",
+                "--v=3",
+                "--v=7",
+                "-vv",
+                "--node-name=cp-2",
+                "--log-file",
+                "x",
+                "--",
+                "--a_b"
+            ]
+        );
+        // `-v` before something that is not a level stays joinguard's count.
+        assert_eq!(
+            argv("joinguard -v preflight 10.0.0.10:6443"),
+            ["joinguard", "-v", "preflight", "10.0.0.10:6443"]
+        );
+    }
+
+    #[test]
+    fn the_kubeadm_line_parses_and_records_the_given_flags() {
+        let line = "joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \
+                    --discovery-token-ca-cert-hash sha256:aa --control-plane \
+                    --discovery-token-unsafe-skip-ca-verification=false --dry-run \
+                    --skip-phases a,b --v 5 --log_file /var/log/x";
+        let cli = parse_from(line.split(' ').map(std::ffi::OsString::from)).unwrap();
+        assert_eq!(cli.verbosity(), 2);
+        let Command::Preflight(a) = cli.command else {
+            panic!("not preflight");
+        };
+        assert!(a.control_plane);
+        assert!(!a.discovery_token_unsafe_skip_ca_verification);
+        assert_eq!(a.kubeadm.dry_run, Some(true));
+        assert_eq!(a.kubeadm.skip_phases, ["a", "b"]);
+        assert_eq!(a.kubeadm.log_file.as_deref(), Some("/var/log/x"));
+        for f in [
+            "token",
+            "discovery-token-ca-cert-hash",
+            "control-plane",
+            "discovery-token-unsafe-skip-ca-verification",
+            "dry-run",
+            "skip-phases",
+            "log-file",
+        ] {
+            assert!(a.given.iter().any(|g| g == f), "{f} not in {:?}", a.given);
+        }
+        assert!(!a.given.iter().any(|g| g == "timeout"), "{:?}", a.given);
+    }
+
+    #[test]
+    fn go_bools() {
+        for t in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(parse_go_bool(t), Ok(true));
+        }
+        for f in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(parse_go_bool(f), Ok(false));
+        }
+        assert!(parse_go_bool("yes").is_err());
+    }
 }

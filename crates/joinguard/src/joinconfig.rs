@@ -1,16 +1,24 @@
-//! kubeadm's `JoinConfiguration` (v1beta3 and v1beta4), as far as joinguard uses it: the node
-//! name, the control plane's local API endpoint, and v1beta4's `timeouts`.
+//! kubeadm's `JoinConfiguration` (v1beta3 and v1beta4), read as kubeadm reads it: every field
+//! name from kubeadm's Go types ([`crate::kubeadm::schema`]), case-sensitive, unknown fields a
+//! warning naming the nearest known field (kubeadm ignores them with a warning too), a value of
+//! the wrong type an error.
 //!
-//! A kubeadm config file may hold several YAML documents (`---`); the one with
-//! `kind: JoinConfiguration` is used and the others are ignored, as kubeadm does for kinds a
-//! command does not read. Unknown fields are ignored too (kubeadm is strict about them in its
-//! own validation; joinguard is not the place to repeat that).
+//! A kubeadm config file may hold several YAML documents (`---`), as Cluster API writes
+//! InitConfiguration and ClusterConfiguration beside each other; the one with
+//! `kind: JoinConfiguration` is used. kubeadm documents of the other kinds are checked against
+//! their own tables (for the warnings) and otherwise ignored, as `kubeadm join` ignores kinds it
+//! does not read; component configs (KubeletConfiguration, KubeProxyConfiguration) are skipped.
+//!
+//! Parsing is two steps so that the YAML crate can be replaced without touching the field
+//! logic: [`yaml_documents`] turns text into [`Node`] trees (the only code that knows the YAML
+//! crate), and everything after it works on those trees. This module reads the file it is
+//! given and nothing else; it prints nothing (warnings are returned).
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use crate::kubeadm::schema::{self, Node};
 
 /// kube-apiserver's default secure port (`constants.KubeAPIServerPort`).
 pub const DEFAULT_BIND_PORT: u16 = 6443;
@@ -21,18 +29,20 @@ pub struct JoinConfig {
     pub api_version: String,
     /// `nodeRegistration.name`, if set (kubeadm defaults it to the hostname).
     pub node_name: Option<String>,
-    /// `controlPlane.localAPIEndpoint`; `None` for a worker join.
+    /// `controlPlane.localAPIEndpoint`; `None` for a worker join (no `controlPlane`).
     pub local_api_endpoint: Option<(Option<IpAddr>, u16)>,
     /// `discovery.bootstrapToken.apiServerEndpoint`.
     pub api_server_endpoint: Option<String>,
-    /// `discovery.bootstrapToken.token` (falls back to `discovery.tlsBootstrapToken`).
+    /// `discovery.bootstrapToken.token`.
     pub token: Option<String>,
+    /// `discovery.tlsBootstrapToken` (kubeadm defaults it to the discovery token).
+    pub tls_bootstrap_token: Option<String>,
     /// `discovery.bootstrapToken.caCertHashes`.
     pub ca_cert_hashes: Vec<String>,
     /// `discovery.bootstrapToken.unsafeSkipCAVerification`.
     pub unsafe_skip_ca_verification: bool,
-    /// `discovery.file.kubeConfigPath`.
-    pub discovery_file: Option<PathBuf>,
+    /// `discovery.file.kubeConfigPath` (a path or an https:// URL).
+    pub discovery_file: Option<String>,
     /// `controlPlane.certificateKey`.
     pub certificate_key: Option<String>,
     /// `nodeRegistration.ignorePreflightErrors`.
@@ -41,6 +51,10 @@ pub struct JoinConfig {
     pub kubernetes_api_call: Option<Duration>,
     /// v1beta4 `timeouts.etcdAPICall`.
     pub etcd_api_call: Option<Duration>,
+    /// v1beta3 `discovery.timeout`, v1beta4 `timeouts.discovery`.
+    pub discovery_timeout: Option<Duration>,
+    /// Unknown fields and ignored documents, one sentence each, for stderr.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -55,84 +69,52 @@ pub enum JoinConfigError {
     Invalid { path: PathBuf, reason: String },
 }
 
-#[derive(Deserialize)]
-struct Head {
-    #[serde(rename = "apiVersion", default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawJoin {
-    #[serde(default)]
-    node_registration: RawNodeRegistration,
-    control_plane: Option<RawControlPlane>,
-    #[serde(default)]
-    discovery: RawDiscovery,
-    #[serde(default)]
-    timeouts: RawTimeouts,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawNodeRegistration {
-    name: Option<String>,
-    #[serde(default)]
-    ignore_preflight_errors: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawControlPlane {
-    #[serde(rename = "localAPIEndpoint", default)]
-    local_api_endpoint: RawEndpoint,
-    certificate_key: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawEndpoint {
-    advertise_address: Option<String>,
-    bind_port: Option<i64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawDiscovery {
-    bootstrap_token: Option<RawBootstrapToken>,
-    file: Option<RawFileDiscovery>,
-    tls_bootstrap_token: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawFileDiscovery {
-    kube_config_path: Option<PathBuf>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawBootstrapToken {
-    api_server_endpoint: Option<String>,
-    token: Option<String>,
-    #[serde(default)]
-    ca_cert_hashes: Vec<String>,
-    #[serde(default)]
-    unsafe_skip_ca_verification: bool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawTimeouts {
-    #[serde(rename = "kubernetesAPICall")]
-    kubernetes_api_call: Option<String>,
-    #[serde(rename = "etcdAPICall")]
-    etcd_api_call: Option<String>,
-}
-
 const VERSIONS: &[&str] = &["kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"];
+
+/// Kinds of kubeadm's other APIs that may share a kubeadm config file (kubeadm's
+/// `componentconfigs`); kubeadm join skips them without a word.
+const COMPONENT_CONFIGS: &[&str] = &["KubeletConfiguration", "KubeProxyConfiguration"];
+
+/// Splits `text` at `---` and parses each YAML document into a [`Node`]. The only function that
+/// knows the YAML crate.
+pub fn yaml_documents(text: &str) -> Result<Vec<Node>, String> {
+    use serde::Deserialize;
+    fn convert(v: serde_yaml::Value) -> Node {
+        match v {
+            serde_yaml::Value::Null => Node::Null,
+            serde_yaml::Value::Bool(b) => Node::Bool(b),
+            serde_yaml::Value::Number(n) => match n.as_i64() {
+                Some(i) => Node::Int(i),
+                None => Node::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_yaml::Value::String(s) => Node::Str(s),
+            serde_yaml::Value::Sequence(items) => {
+                Node::Seq(items.into_iter().map(convert).collect())
+            }
+            serde_yaml::Value::Mapping(m) => Node::Map(
+                m.into_iter()
+                    .map(|(k, v)| {
+                        let key = match k {
+                            serde_yaml::Value::String(s) => s,
+                            other => serde_yaml::to_string(&other)
+                                .unwrap_or_default()
+                                .trim()
+                                .to_string(),
+                        };
+                        (key, convert(v))
+                    })
+                    .collect(),
+            ),
+            serde_yaml::Value::Tagged(t) => convert(t.value),
+        }
+    }
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value = serde_yaml::Value::deserialize(doc).map_err(|e| format!("not YAML ({e})"))?;
+        out.push(convert(value));
+    }
+    Ok(out)
+}
 
 impl JoinConfig {
     pub fn load(path: &Path) -> Result<JoinConfig, JoinConfigError> {
@@ -155,108 +137,195 @@ impl JoinConfig {
             path: path.to_owned(),
             reason,
         };
+        let docs = yaml_documents(text).map_err(invalid)?;
         let mut kinds = Vec::new();
-        for doc in serde_yaml::Deserializer::from_str(text) {
-            let value = serde_yaml::Value::deserialize(doc)
-                .map_err(|e| invalid(format!("not YAML ({e})")))?;
-            if value.is_null() {
+        let mut warnings = Vec::new();
+        let mut join: Option<(String, Node)> = None;
+        for doc in docs {
+            if doc == Node::Null {
                 continue;
             }
-            let head: Head = serde_yaml::from_value(value.clone())
-                .map_err(|e| invalid(format!("a document is not a kubeadm object ({e})")))?;
-            if head.kind != "JoinConfiguration" {
-                kinds.push(head.kind);
-                continue;
-            }
-            if !VERSIONS.contains(&head.api_version.as_str()) {
-                return Err(invalid(format!(
-                    "JoinConfiguration apiVersion {:?} is not supported; expected one of {} \
-                     (convert older files with `kubeadm config migrate`)",
-                    head.api_version,
-                    VERSIONS.join(", ")
-                )));
-            }
-            let raw: RawJoin = serde_yaml::from_value(value)
-                .map_err(|e| invalid(format!("JoinConfiguration: {e}")))?;
-            let v1beta4 = head.api_version.ends_with("v1beta4");
-            let duration = |field: &str, v: Option<String>| -> Result<_, JoinConfigError> {
-                match v {
-                    None => Ok(None),
-                    Some(_) if !v1beta4 => Err(invalid(format!(
-                        "timeouts.{field} needs apiVersion kubeadm.k8s.io/v1beta4"
-                    ))),
-                    Some(s) => parse_go_duration(&s).map(Some).ok_or_else(|| {
-                        invalid(format!(
-                            "timeouts.{field}: {s:?} is not a duration like 40s or 2m0s"
-                        ))
-                    }),
-                }
-            };
-            let certificate_key = raw
-                .control_plane
-                .as_ref()
-                .and_then(|c| c.certificate_key.clone())
-                .filter(|k| !k.is_empty());
-            let bt = raw.discovery.bootstrap_token.unwrap_or_default();
-            let discovery_file = raw.discovery.file.and_then(|f| f.kube_config_path);
-            if discovery_file.is_some() && bt.api_server_endpoint.is_some() {
+            if !matches!(doc, Node::Map(_)) {
                 return Err(invalid(
-                    "discovery.bootstrapToken and discovery.file are mutually exclusive".into(),
+                    "a document is not a kubeadm object (expected a mapping with apiVersion \
+                     and kind)"
+                        .into(),
                 ));
             }
-            let local_api_endpoint = match raw.control_plane {
-                None => None,
-                Some(cp) => {
-                    let ep = cp.local_api_endpoint;
-                    let addr = match ep.advertise_address.filter(|a| !a.is_empty()) {
-                        None => None,
-                        Some(a) => Some(a.parse::<IpAddr>().map_err(|_| {
-                            invalid(format!(
-                                "controlPlane.localAPIEndpoint.advertiseAddress {a:?} is not an IP address"
-                            ))
-                        })?),
-                    };
-                    let port = match ep.bind_port {
-                        None | Some(0) => DEFAULT_BIND_PORT,
-                        Some(p) => u16::try_from(p).map_err(|_| {
-                            invalid(format!(
-                                "controlPlane.localAPIEndpoint.bindPort {p} is not a port (1-65535)"
-                            ))
-                        })?,
-                    };
-                    Some((addr, port))
+            let field = |k: &str| -> Result<String, JoinConfigError> {
+                match doc.get(k) {
+                    None | Some(Node::Null) => Ok(String::new()),
+                    Some(Node::Str(s)) => Ok(s.clone()),
+                    Some(_) => Err(invalid(format!(
+                        "a document is not a kubeadm object ({k} is not a string)"
+                    ))),
                 }
             };
-            return Ok(JoinConfig {
-                api_version: head.api_version,
-                node_name: raw.node_registration.name.filter(|n| !n.is_empty()),
-                local_api_endpoint,
-                api_server_endpoint: bt.api_server_endpoint,
-                token: bt
-                    .token
-                    .or(raw.discovery.tls_bootstrap_token)
-                    .filter(|t| !t.is_empty()),
-                ca_cert_hashes: bt.ca_cert_hashes,
-                unsafe_skip_ca_verification: bt.unsafe_skip_ca_verification,
-                discovery_file,
-                certificate_key,
-                ignore_preflight_errors: raw.node_registration.ignore_preflight_errors,
-                kubernetes_api_call: duration(
-                    "kubernetesAPICall",
-                    raw.timeouts.kubernetes_api_call,
-                )?,
-                etcd_api_call: duration("etcdAPICall", raw.timeouts.etcd_api_call)?,
-            });
+            let (api_version, kind) = (field("apiVersion")?, field("kind")?);
+            if kind == "JoinConfiguration" {
+                if !VERSIONS.contains(&api_version.as_str()) {
+                    return Err(invalid(format!(
+                        "JoinConfiguration apiVersion {api_version:?} is not supported; expected \
+                         one of {} (convert older files with `kubeadm config migrate`)",
+                        VERSIONS.join(", ")
+                    )));
+                }
+                if join.is_some() {
+                    return Err(invalid(
+                        "the file has more than one JoinConfiguration document".into(),
+                    ));
+                }
+                join = Some((api_version, doc));
+                continue;
+            }
+            match schema::document(&api_version, &kind) {
+                Some(table) => {
+                    let found = schema::check(&doc, table);
+                    warnings.extend(
+                        found
+                            .warnings
+                            .into_iter()
+                            .map(|w| format!("{kind} ({api_version}): {w}")),
+                    );
+                }
+                None if COMPONENT_CONFIGS.contains(&kind.as_str())
+                    || api_version.starts_with("kubeadm.k8s.io/") => {}
+                None => warnings.push(format!(
+                    "ignored a document of kind {kind:?} ({api_version}): kubeadm join does not \
+                     read it either"
+                )),
+            }
+            kinds.push(kind);
         }
-        Err(invalid(if kinds.is_empty() {
-            "the file has no JoinConfiguration document".to_string()
+        let Some((api_version, doc)) = join else {
+            return Err(invalid(if kinds.is_empty() {
+                "the file has no JoinConfiguration document".to_string()
+            } else {
+                format!(
+                    "the file has no JoinConfiguration document (found: {})",
+                    kinds.join(", ")
+                )
+            }));
+        };
+        let v1beta4 = api_version.ends_with("v1beta4");
+        let table = if v1beta4 {
+            schema::v1beta4::JOIN_CONFIGURATION
         } else {
-            format!(
-                "the file has no JoinConfiguration document (found: {})",
-                kinds.join(", ")
-            )
-        }))
+            schema::v1beta3::JOIN_CONFIGURATION
+        };
+        let found = schema::check(&doc, table);
+        if let Some(e) = found.errors.first() {
+            return Err(invalid(format!("JoinConfiguration: {e}")));
+        }
+        let mut own: Vec<String> = found
+            .warnings
+            .into_iter()
+            .map(|w| {
+                let mut w = format!("JoinConfiguration ({api_version}): {w}");
+                if !v1beta4 && w.contains("unknown field timeouts") {
+                    w.push_str("; timeouts needs apiVersion kubeadm.k8s.io/v1beta4");
+                }
+                w
+            })
+            .collect();
+        own.extend(warnings);
+        extract(&doc, api_version, v1beta4, own).map_err(invalid)
     }
+}
+
+/// The string at `path`, `None` when absent, null or empty (the walker checked the type).
+fn text_at(doc: &Node, path: &[&str]) -> Option<String> {
+    doc.at(path)
+        .and_then(Node::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn strings_at(doc: &Node, path: &[&str]) -> Vec<String> {
+    match doc.at(path) {
+        Some(Node::Seq(items)) => items
+            .iter()
+            .filter_map(Node::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn duration_at(doc: &Node, path: &[&str]) -> Option<Duration> {
+    doc.at(path)
+        .and_then(Node::as_str)
+        .and_then(parse_go_duration)
+}
+
+fn extract(
+    doc: &Node,
+    api_version: String,
+    v1beta4: bool,
+    warnings: Vec<String>,
+) -> Result<JoinConfig, String> {
+    let bt = ["discovery", "bootstrapToken"];
+    let has_bootstrap = !matches!(doc.at(&bt), None | Some(Node::Null));
+    let discovery_file = text_at(doc, &["discovery", "file", "kubeConfigPath"]);
+    if discovery_file.is_some() && has_bootstrap {
+        return Err("discovery.bootstrapToken and discovery.file are mutually exclusive".into());
+    }
+    // A null or absent `controlPlane` is Go's nil pointer: a worker join.
+    let local_api_endpoint =
+        match doc.get("controlPlane") {
+            Some(Node::Map(_)) => {
+                let addr = match text_at(
+                    doc,
+                    &["controlPlane", "localAPIEndpoint", "advertiseAddress"],
+                ) {
+                    None => None,
+                    Some(a) => Some(a.parse::<IpAddr>().map_err(|_| {
+                        format!(
+                        "controlPlane.localAPIEndpoint.advertiseAddress {a:?} is not an IP address"
+                    )
+                    })?),
+                };
+                let port = match doc.at(&["controlPlane", "localAPIEndpoint", "bindPort"]) {
+                Some(Node::Int(0)) | None | Some(Node::Null) => DEFAULT_BIND_PORT,
+                Some(Node::Int(p)) => u16::try_from(*p).ok().filter(|p| *p > 0).ok_or_else(|| {
+                    format!("controlPlane.localAPIEndpoint.bindPort {p} is not a port (1-65535)")
+                })?,
+                Some(_) => DEFAULT_BIND_PORT,
+            };
+                Some((addr, port))
+            }
+            _ => None,
+        };
+    let unsafe_skip = matches!(
+        doc.at(&["discovery", "bootstrapToken", "unsafeSkipCAVerification"]),
+        Some(Node::Bool(true))
+    );
+    let (kubernetes_api_call, etcd_api_call, discovery_timeout) = if v1beta4 {
+        (
+            duration_at(doc, &["timeouts", "kubernetesAPICall"]),
+            duration_at(doc, &["timeouts", "etcdAPICall"]),
+            duration_at(doc, &["timeouts", "discovery"]),
+        )
+    } else {
+        (None, None, duration_at(doc, &["discovery", "timeout"]))
+    };
+    Ok(JoinConfig {
+        api_version,
+        node_name: text_at(doc, &["nodeRegistration", "name"]),
+        local_api_endpoint,
+        api_server_endpoint: text_at(doc, &["discovery", "bootstrapToken", "apiServerEndpoint"]),
+        token: text_at(doc, &["discovery", "bootstrapToken", "token"]),
+        tls_bootstrap_token: text_at(doc, &["discovery", "tlsBootstrapToken"]),
+        ca_cert_hashes: strings_at(doc, &["discovery", "bootstrapToken", "caCertHashes"]),
+        unsafe_skip_ca_verification: unsafe_skip,
+        discovery_file,
+        certificate_key: text_at(doc, &["controlPlane", "certificateKey"]),
+        ignore_preflight_errors: strings_at(doc, &["nodeRegistration", "ignorePreflightErrors"]),
+        kubernetes_api_call,
+        etcd_api_call,
+        discovery_timeout,
+        warnings,
+    })
 }
 
 /// A Go `time.Duration` string as metav1.Duration prints and parses it: `40s`, `2m0s`, `1h`,
@@ -344,7 +413,7 @@ timeouts:
     }
 
     #[test]
-    fn v1beta3_defaults_the_port_and_refuses_timeouts() {
+    fn v1beta3_defaults_the_port_and_warns_about_timeouts() {
         let text = "apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ncontrolPlane:\n  localAPIEndpoint:\n    advertiseAddress: 10.0.0.12\n";
         let c = JoinConfig::parse(Path::new("j"), text).unwrap();
         assert_eq!(
@@ -352,12 +421,17 @@ timeouts:
             Some((Some("10.0.0.12".parse().unwrap()), 6443))
         );
         assert_eq!(c.node_name, None);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // v1beta3 has no timeouts: kubeadm ignores the field with a warning, and so do we.
         let with_timeouts = format!("{text}timeouts:\n  kubernetesAPICall: 40s\n");
-        let e = JoinConfig::parse(Path::new("j"), &with_timeouts).unwrap_err();
+        let c = JoinConfig::parse(Path::new("j"), &with_timeouts).unwrap();
+        assert_eq!(c.kubernetes_api_call, None);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         assert!(
-            e.to_string()
-                .contains("needs apiVersion kubeadm.k8s.io/v1beta4"),
-            "{e}"
+            c.warnings[0].contains("unknown field timeouts")
+                && c.warnings[0].contains("needs apiVersion kubeadm.k8s.io/v1beta4"),
+            "{:?}",
+            c.warnings
         );
     }
 
@@ -387,6 +461,334 @@ timeouts:
         )
         .unwrap_err();
         assert!(e.to_string().contains("not a duration"), "{e}");
+    }
+
+    /// The field paths a parsed document sets, in [`schema::paths`]' notation.
+    fn set_paths(node: &Node, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+        match node {
+            Node::Map(m) => {
+                for (k, v) in m {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    out.insert(p.clone());
+                    // Free-form maps (extra args, feature gates) have no field names of their own.
+                    if !matches!(
+                        k.as_str(),
+                        "kubeletExtraArgs" | "extraArgs" | "featureGates"
+                    ) || matches!(v, Node::Seq(_))
+                    {
+                        set_paths(v, &p, out);
+                    }
+                }
+            }
+            Node::Seq(items) => {
+                for it in items {
+                    if matches!(it, Node::Map(_)) {
+                        set_paths(it, &format!("{prefix}[]"), out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Parses each text, asserts none has a warning and that together they set every field of
+    /// `table` (`discovery.bootstrapToken` and `discovery.file` exclude each other, so a
+    /// JoinConfiguration needs two files). Returns the first file's config.
+    fn every_field(texts: &[&str], kind: &str, table: &'static [schema::Field]) -> JoinConfig {
+        let mut got = std::collections::BTreeSet::new();
+        let mut first = None;
+        for text in texts {
+            let c = JoinConfig::parse(Path::new("join.yaml"), text).unwrap();
+            assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+            first.get_or_insert(c);
+            let docs = yaml_documents(text).unwrap();
+            let doc = docs
+                .iter()
+                .find(|d| d.get("kind").and_then(Node::as_str) == Some(kind))
+                .unwrap();
+            set_paths(doc, "", &mut got);
+        }
+        let c = first.unwrap();
+        let want: std::collections::BTreeSet<String> = schema::paths(table).into_iter().collect();
+        let missing: Vec<&String> = want.difference(&got).collect();
+        assert!(
+            missing.is_empty(),
+            "{kind}: fields not set by the test file: {missing:?}"
+        );
+        c
+    }
+
+    /// The same file with file discovery in place of the bootstrap token.
+    fn file_discovery(text: &str) -> String {
+        let start = text.find("  bootstrapToken:\n").unwrap();
+        let end = text[start..].find("  tlsBootstrapToken:").unwrap() + start;
+        format!(
+            "{}  file:\n    kubeConfigPath: /etc/kubernetes/discovery.conf\n{}",
+            &text[..start],
+            &text[end..]
+        )
+    }
+
+    const EVERY_V1BETA4: &str = "\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+dryRun: false
+caCertPath: /etc/kubernetes/pki/ca.crt
+nodeRegistration:
+  name: cp-2
+  criSocket: unix:///run/containerd/containerd.sock
+  taints:
+  - key: node-role.kubernetes.io/control-plane
+    value: ''
+    effect: NoSchedule
+    timeAdded: '2026-01-01T00:00:00Z'
+  kubeletExtraArgs:
+  - name: node-ip
+    value: 10.0.0.12
+  ignorePreflightErrors:
+  - NumCPU
+  - EtcdPeerLatency
+  imagePullPolicy: IfNotPresent
+  imagePullSerial: true
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: 10.0.0.10:6443
+    token: abcdef.0123456789abcdef
+    caCertHashes:
+    - sha256:aa
+    unsafeSkipCAVerification: true
+  tlsBootstrapToken: abcdef.0123456789abcdef
+controlPlane:
+  localAPIEndpoint:
+    advertiseAddress: 10.0.0.12
+    bindPort: 6443
+  certificateKey: '0b1c2d3e'
+skipPhases:
+- addon/kube-proxy
+patches:
+  directory: /etc/kubernetes/patches
+timeouts:
+  controlPlaneComponentHealthCheck: 4m0s
+  kubeletHealthCheck: 4m0s
+  kubernetesAPICall: 1m0s
+  etcdAPICall: 2m0s
+  tlsBootstrap: 5m0s
+  discovery: 45s
+  upgradeManifests: 5m0s
+";
+
+    #[test]
+    fn v1beta4_every_field_is_known_and_read() {
+        let c = every_field(
+            &[EVERY_V1BETA4, &file_discovery(EVERY_V1BETA4)],
+            "JoinConfiguration",
+            schema::v1beta4::JOIN_CONFIGURATION,
+        );
+        assert!(c.unsafe_skip_ca_verification);
+        assert_eq!(c.ca_cert_hashes, ["sha256:aa"]);
+        assert_eq!(
+            c.tls_bootstrap_token.as_deref(),
+            Some("abcdef.0123456789abcdef")
+        );
+        assert_eq!(c.etcd_api_call, Some(Duration::from_secs(120)));
+        assert_eq!(c.kubernetes_api_call, Some(Duration::from_secs(60)));
+        assert_eq!(c.discovery_timeout, Some(Duration::from_secs(45)));
+        assert_eq!(c.ignore_preflight_errors, ["NumCPU", "EtcdPeerLatency"]);
+        assert_eq!(
+            c.local_api_endpoint,
+            Some((Some("10.0.0.12".parse().unwrap()), 6443))
+        );
+    }
+
+    #[test]
+    fn v1beta3_every_field_is_known_and_read() {
+        let text = "\
+apiVersion: kubeadm.k8s.io/v1beta3
+kind: JoinConfiguration
+caCertPath: /etc/kubernetes/pki/ca.crt
+nodeRegistration:
+  name: cp-2
+  criSocket: unix:///var/run/containerd/containerd.sock
+  taints:
+  - key: node-role.kubernetes.io/control-plane
+    value: ''
+    effect: NoSchedule
+    timeAdded: null
+  kubeletExtraArgs:
+    node-ip: 10.0.0.12
+  ignorePreflightErrors: [Swap]
+  imagePullPolicy: Always
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: 10.0.0.10:6443
+    token: abcdef.0123456789abcdef
+    caCertHashes: [sha256:aa, sha256:bb]
+    unsafeSkipCAVerification: false
+  tlsBootstrapToken: abcdef.0123456789abcdef
+  timeout: 5m0s
+controlPlane:
+  localAPIEndpoint: {advertiseAddress: 10.0.0.12, bindPort: 6444}
+  certificateKey: '0b1c'
+skipPhases: [preflight]
+patches: {directory: /etc/kubernetes/patches}
+";
+        let c = every_field(
+            &[text, &file_discovery(text)],
+            "JoinConfiguration",
+            schema::v1beta3::JOIN_CONFIGURATION,
+        );
+        assert_eq!(c.discovery_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(c.ca_cert_hashes, ["sha256:aa", "sha256:bb"]);
+        assert!(!c.unsafe_skip_ca_verification);
+        assert_eq!(c.kubernetes_api_call, None);
+        assert_eq!(
+            c.local_api_endpoint,
+            Some((Some("10.0.0.12".parse().unwrap()), 6444))
+        );
+    }
+
+    /// What Cluster API's bootstrap provider (CABPK) renders: a ClusterConfiguration and an
+    /// InitConfiguration may share the file with the JoinConfiguration, each with every field.
+    #[test]
+    fn cluster_api_documents_beside_the_join_configuration() {
+        let cluster = "\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+etcd:
+  local:
+    imageRepository: registry.k8s.io
+    imageTag: 3.5.15-0
+    dataDir: /var/lib/etcd
+    extraArgs:
+    - {name: heartbeat-interval, value: '100'}
+    extraEnvs:
+    - {name: GOMAXPROCS, value: '2', valueFrom: null}
+    serverCertSANs: [etcd.local]
+    peerCertSANs: [10.0.0.11]
+  external:
+    endpoints: [https://10.0.0.20:2379]
+    caFile: /etc/etcd/ca.crt
+    certFile: /etc/etcd/client.crt
+    keyFile: /etc/etcd/client.key
+networking: {serviceSubnet: 10.96.0.0/12, podSubnet: 192.168.0.0/16, dnsDomain: cluster.local}
+kubernetesVersion: v1.31.4
+controlPlaneEndpoint: 10.0.0.10:6443
+apiServer:
+  extraArgs: [{name: cloud-provider, value: external}]
+  extraVolumes:
+  - {name: audit, hostPath: /var/log/audit, mountPath: /var/log/audit, readOnly: false, pathType: DirectoryOrCreate}
+  extraEnvs: [{name: HTTP_PROXY, value: '', valueFrom: null}]
+  certSANs: [api.example]
+controllerManager:
+  extraArgs: [{name: v, value: '2'}]
+  extraVolumes: [{name: x, hostPath: /x, mountPath: /x, readOnly: true, pathType: Directory}]
+  extraEnvs: [{name: A, value: b, valueFrom: null}]
+scheduler:
+  extraArgs: [{name: v, value: '2'}]
+  extraVolumes: [{name: x, hostPath: /x, mountPath: /x, readOnly: true, pathType: Directory}]
+  extraEnvs: [{name: A, value: b, valueFrom: null}]
+dns: {imageRepository: registry.k8s.io/coredns, imageTag: v1.11.3, disabled: false}
+proxy: {disabled: false}
+certificatesDir: /etc/kubernetes/pki
+imageRepository: registry.k8s.io
+featureGates: {ControlPlaneKubeletLocalMode: true}
+clusterName: workload
+encryptionAlgorithm: RSA-2048
+certificateValidityPeriod: 8760h0m0s
+caCertificateValidityPeriod: 87600h0m0s
+";
+        let init = "\
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: abcdef.0123456789abcdef
+  description: kubeadm bootstrap token
+  ttl: 24h0m0s
+  expires: '2026-01-02T00:00:00Z'
+  usages: [signing, authentication]
+  groups: ['system:bootstrappers:kubeadm:default-node-token']
+dryRun: false
+nodeRegistration:
+  name: cp-1
+  criSocket: unix:///run/containerd/containerd.sock
+  taints: [{key: node-role.kubernetes.io/control-plane, value: '', effect: NoSchedule, timeAdded: null}]
+  kubeletExtraArgs: [{name: node-ip, value: 10.0.0.11}]
+  ignorePreflightErrors: [Mem]
+  imagePullPolicy: IfNotPresent
+  imagePullSerial: false
+localAPIEndpoint: {advertiseAddress: 10.0.0.11, bindPort: 6443}
+certificateKey: '00'
+skipPhases: [addon/kube-proxy]
+patches: {directory: /etc/kubernetes/patches}
+timeouts:
+  controlPlaneComponentHealthCheck: 4m0s
+  kubeletHealthCheck: 4m0s
+  kubernetesAPICall: 1m0s
+  etcdAPICall: 2m0s
+  tlsBootstrap: 5m0s
+  discovery: 5m0s
+  upgradeManifests: 5m0s
+";
+        let kubelet = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n";
+        let text = format!("{cluster}---\n{init}---\n{kubelet}---\n{EVERY_V1BETA4}");
+        every_field(
+            &[&text],
+            "ClusterConfiguration",
+            schema::v1beta4::CLUSTER_CONFIGURATION,
+        );
+        every_field(
+            &[&text],
+            "InitConfiguration",
+            schema::v1beta4::INIT_CONFIGURATION,
+        );
+        let c = every_field(
+            &[&text, &file_discovery(&text)],
+            "JoinConfiguration",
+            schema::v1beta4::JOIN_CONFIGURATION,
+        );
+        assert_eq!(c.node_name.as_deref(), Some("cp-2"));
+
+        // An unknown field in a neighbour document is named too, with its kind.
+        let typo = text.replace("clusterName: workload", "clustername: workload");
+        let c = JoinConfig::parse(Path::new("j"), &typo).unwrap();
+        assert_eq!(
+            c.warnings,
+            [
+                "ClusterConfiguration (kubeadm.k8s.io/v1beta4): unknown field clustername \
+              (kubeadm ignores it too); the nearest known field is clusterName"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_misspelt_field_is_a_warning_and_kubeadms_spelling_is_read() {
+        let base = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    token: abcdef.0123456789abcdef\n    apiServerEndpoint: 10.0.0.10:6443\n";
+        let c = JoinConfig::parse(
+            Path::new("j"),
+            &format!("{base}    unsafeSkipCAVerification: true\n"),
+        )
+        .unwrap();
+        assert!(c.unsafe_skip_ca_verification);
+        assert!(c.warnings.is_empty());
+        let c = JoinConfig::parse(
+            Path::new("j"),
+            &format!("{base}    unsafeSkipCaVerification: true\n"),
+        )
+        .unwrap();
+        assert!(
+            !c.unsafe_skip_ca_verification,
+            "kubeadm matches names case-sensitively"
+        );
+        assert_eq!(
+            c.warnings,
+            ["JoinConfiguration (kubeadm.k8s.io/v1beta4): unknown field \
+              discovery.bootstrapToken.unsafeSkipCaVerification (kubeadm ignores it too); the \
+              nearest known field is discovery.bootstrapToken.unsafeSkipCAVerification"]
+        );
     }
 
     #[test]

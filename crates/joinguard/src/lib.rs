@@ -10,6 +10,7 @@ pub mod discovery;
 pub mod joinconfig;
 pub mod key;
 pub mod kube;
+pub mod kubeadm;
 pub mod limits;
 pub mod logging;
 pub mod manual;

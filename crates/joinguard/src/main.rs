@@ -2,12 +2,12 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use joinguard::cli::{Cli, Command};
+use joinguard::cli::Command;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    joinguard::logging::init(cli.verbose);
+    // kubeadm's spellings (`--v=5`, `-v 5`, `--node_name`) are rewritten before clap parses.
+    let cli = joinguard::cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    joinguard::logging::init(cli.verbosity());
     let code = match cli.command {
         Command::Preflight(args) => joinguard::preflight::run_cli(*args),
         Command::Version(args) => joinguard::output::print_version(args),

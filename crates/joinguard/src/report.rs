@@ -29,6 +29,13 @@ pub struct Report {
     pub measurements: Vec<Measurement>,
     /// Facts the operator should know that are not checks (fallbacks taken, probes skipped).
     pub notes: Vec<String>,
+    /// `--ignore-preflight-errors=all`: every error was turned into a warning, so the verdict
+    /// says nothing. Present (true) only then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ignored_all: bool,
+    /// A worker join (no `--control-plane`, no etcd inputs): only the API path was checked.
+    #[serde(skip)]
+    pub worker_join: bool,
     pub duration_ms: u64,
     /// Per-hop traces of failing targets (`joinguard trace`), when run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,6 +141,8 @@ impl Report {
             checks,
             measurements: summaries.iter().map(Measurement::from_summary).collect(),
             notes,
+            ignored_all: false,
+            worker_join: false,
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             traces: None,
             retries: None,
@@ -158,9 +167,14 @@ pub fn render_json<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
 /// Ignored checks print as `[WARNING Name]`, as kubeadm prints ignored errors; the JSON keeps
 /// their status `ignored`.
 pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
+    let join = if report.worker_join {
+        "a worker join"
+    } else {
+        "a control-plane join"
+    };
     writeln!(
         w,
-        "[preflight] Running joinguard pre-flight checks for a control-plane join"
+        "[preflight] Running joinguard pre-flight checks for {join}"
     )?;
     if let Some(scope) = scope_line(&report.scope) {
         writeln!(w, "[preflight] {scope}")?;
@@ -170,10 +184,29 @@ pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
         .iter()
         .filter(|c| matches!(c.status, Status::Warning | Status::Ignored))
     {
-        writeln!(w, "\t[WARNING {}]: {}", c.name, c.message)?;
+        let ignored = if c.status == Status::Ignored {
+            " (ignored: --ignore-preflight-errors)"
+        } else {
+            ""
+        };
+        writeln!(w, "\t[WARNING {}]: {}{ignored}", c.name, c.message)?;
     }
     for n in &report.notes {
         writeln!(w, "[preflight] Note: {n}")?;
+    }
+    if report.ignored_all {
+        let ignored = report
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Ignored)
+            .count();
+        writeln!(
+            w,
+            "[preflight] WARNING: --ignore-preflight-errors=all: every joinguard error was \
+             ignored ({ignored} check{} would have failed or warned); this verdict says nothing \
+             about the network",
+            if ignored == 1 { "" } else { "s" }
+        )?;
     }
     if !report.measurements.is_empty() {
         writeln!(w, "[preflight] Measurements:")?;
@@ -217,17 +250,24 @@ pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
             .iter()
             .filter(|c| matches!(c.status, Status::Warning | Status::Ignored))
             .count();
-        if warnings == 0 {
+        let ignored = report.checks.iter().any(|c| c.status == Status::Ignored);
+        if report.ignored_all && ignored {
             writeln!(
                 w,
-                "[preflight] All checks passed: the network is fit for a control-plane join \
-                 (took {took:.1}s)"
+                "[preflight] No fatal errors only because every error was ignored \
+                 (--ignore-preflight-errors=all), with {warnings} warning{} (took {took:.1}s)",
+                if warnings == 1 { "" } else { "s" }
+            )?;
+        } else if warnings == 0 {
+            writeln!(
+                w,
+                "[preflight] All checks passed: the network is fit for {join} (took {took:.1}s)"
             )?;
         } else {
             writeln!(
                 w,
-                "[preflight] No fatal errors: the network is fit for a control-plane join, \
-                 with {warnings} warning{} (took {took:.1}s)",
+                "[preflight] No fatal errors: the network is fit for {join}, with {warnings} \
+                 warning{} (took {took:.1}s)",
                 if warnings == 1 { "" } else { "s" }
             )?;
         }

@@ -518,7 +518,8 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
         "{stdout}"
     );
 
-    // A flag overrides the file: a wrong pin on the command line wins, and fails the trust.
+    // A pin flag beside --config is refused with kubeadm's own message, as `kubeadm join`
+    // refuses it (ValidateMixedArguments): the file's pins are not silently replaced.
     let path = env.lab.dir().join("kubeadm-join-config-v1beta4.yaml");
     let mut cmd = env.lab.host("joiner").command(joinguard);
     cmd.arg("preflight").arg("--config").arg(&path).args([
@@ -526,11 +527,11 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
         &format!("sha256:{}", "11".repeat(32)),
     ]);
     let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("can not mix '--config' with arguments [discovery-token-ca-cert-hash]"),
+        "{stderr}"
     );
 }
 

@@ -386,7 +386,41 @@ fn cluster_args(
         None => Ok(default),
         Some(s) => parse_duration(s).map_err(|e| field(name, e)),
     };
+    // The cluster section's fields under their kubeadm flag names, so that kubeadm's rule for
+    // `--config` beside flags applies to `joinConfig` beside them too.
+    let mut given = Vec::new();
+    for (set, flag) in [
+        (c.join_config.is_some(), "config"),
+        (c.token.is_some(), "token"),
+        (
+            !c.discovery_token_ca_cert_hash.is_empty(),
+            "discovery-token-ca-cert-hash",
+        ),
+        (
+            c.discovery_token_unsafe_skip_ca_verification,
+            "discovery-token-unsafe-skip-ca-verification",
+        ),
+        (c.certificate_key.is_some(), "certificate-key"),
+        (c.node_name.is_some(), "node-name"),
+        (
+            !c.ignore_preflight_errors.is_empty(),
+            "ignore-preflight-errors",
+        ),
+    ] {
+        if set {
+            given.push(flag.to_string());
+        }
+    }
     Ok(PreflightArgs {
+        // The monitor watches the paths of a control-plane join (a joinConfig decides itself).
+        control_plane: true,
+        apiserver_advertise_address: None,
+        apiserver_bind_port: None,
+        discovery_token: None,
+        tls_bootstrap_token: None,
+        discovery_file: None,
+        kubeadm: Default::default(),
+        given,
         api_server_endpoint: c.api_server_endpoint,
         apiserver_cacert: c.apiserver_cacert,
         config: c.join_config,
@@ -444,6 +478,25 @@ mod tests {
         assert_eq!(c.targets[0].name, "api-server/10.0.0.10:6443");
         assert_eq!(c.targets[1].target.endpoint, "10.0.0.11:2380");
         assert_eq!(c.shard, Shard::default());
+    }
+
+    #[test]
+    fn join_config_beside_kubeadm_fields_meets_kubeadms_rule() {
+        let c = parse(
+            "cluster:\n  joinConfig: /run/kubeadm/kubeadm-join-config.yaml\n  token: abcdef.0123456789abcdef\n  nodeName: cp-2\n  etcdHeartbeatInterval: 200ms\n",
+        )
+        .unwrap();
+        let args = c.cluster.unwrap();
+        assert_eq!(args.given, ["config", "token", "node-name"]);
+        assert_eq!(
+            crate::kubeadm::flags::mixed_config_error(&args.given).as_deref(),
+            Some("can not mix '--config' with arguments [token]")
+        );
+        let c = parse("cluster:\n  joinConfig: /j.yaml\n  nodeName: cp-2\n  ignorePreflightErrors: [NumCPU]\n").unwrap();
+        assert_eq!(
+            crate::kubeadm::flags::mixed_config_error(&c.cluster.unwrap().given),
+            None
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::check::{IgnoreList, Thresholds};
+use crate::check::{CheckNameError, IgnoreList, Thresholds};
 use crate::cli::{Output, PreflightArgs};
 use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, TlsFlag};
 use crate::target::{Target, TargetKind};
@@ -46,6 +46,12 @@ pub struct PreflightInput {
     pub timeout: Duration,
     pub node_name: String,
     pub output: Output,
+    /// A control-plane join (`--control-plane` or `controlPlane` in `--config`).
+    pub control_plane: bool,
+    /// This node's address (`--apiserver-advertise-address`), checked to be local.
+    pub advertise_address: Option<std::net::IpAddr>,
+    /// Facts about the inputs for the report (kubeadm check names given, a worker join, ...).
+    pub notes: Vec<String>,
 }
 
 impl PreflightInput {
@@ -148,13 +154,16 @@ impl PreflightInput {
                 "too short to measure anything; expected at least 500ms (default 60s)",
             ));
         }
-        let ignore = IgnoreList::parse(&a.ignore_preflight_errors.join(",")).map_err(|e| {
-            flag_err(
-                "--ignore-preflight-errors",
-                &a.ignore_preflight_errors.join(","),
-                &e.to_string(),
-            )
-        })?;
+        let ignore =
+            IgnoreList::from_sources(&a.ignore_preflight_errors, &[]).map_err(|e| match e {
+                // kubeadm's own message names the list already.
+                e @ CheckNameError::AllWithOthers { .. } => InputError::Other(e.to_string()),
+                e => flag_err(
+                    "--ignore-preflight-errors",
+                    &a.ignore_preflight_errors.join(","),
+                    &e.to_string(),
+                ),
+            })?;
         if (a.write_probe || a.bandwidth) && etcd_identity.is_none() {
             let f = if a.write_probe {
                 "--write-probe"
@@ -191,6 +200,9 @@ impl PreflightInput {
             timeout: a.timeout,
             node_name,
             output: a.output,
+            control_plane: a.control_plane,
+            advertise_address: None,
+            notes: Vec::new(),
         })
     }
 }

@@ -20,6 +20,7 @@ use crate::discovery::cluster::{self, ClusterFacts, EtcdMaterial};
 use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
 use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
+use crate::kubeadm;
 use crate::output;
 use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
@@ -87,25 +88,39 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
     outcome.exit_code()
 }
 
-/// Turns preflight's inputs into validated targets and TLS material: `--config` merged under the
-/// flags, then token discovery (cluster-info, kubeadm-config, kubeadm-certs) when a token is
-/// given. `joinguard monitor` reuses it, so both commands accept the same inputs. Errors carry
-/// the exit code (2 invalid input, 3 trust failure, 1 discovery failed) and the message.
+/// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
+/// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
+/// (cluster-info, kubeadm-config, kubeadm-certs) when a token is given. `joinguard monitor`
+/// reuses it, so both commands accept the same inputs. Errors carry the exit code (2 invalid
+/// input, 3 trust failure, 1 discovery failed) and the message.
 pub async fn resolve_input(
     mut args: PreflightArgs,
     recorder: &Recorder,
 ) -> Result<PreflightInput, (u8, String)> {
-    let file_discovery = merge_join_config(&mut args).map_err(|e| (exit::INVALID_INPUT, e))?;
+    let line = kubeadm_join_line(&mut args).map_err(|e| (exit::INVALID_INPUT, e))?;
     let discovery = DiscoveryInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e))?;
     let mut input =
         PreflightInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e.to_string()))?;
-    if let Some(ca) = file_discovery {
+    if let Some(ca) = line.file_ca {
         input.api_ca = Some(ca);
     }
+    input.control_plane = line.control_plane;
+    input.advertise_address = line.advertise_address;
+    input.notes.extend(line.notes);
+    for k in input.ignore.kubeadm_checks() {
+        input.notes.push(format!(
+            "{k} is a kubeadm check; joinguard has nothing to ignore for it"
+        ));
+    }
+    let want_etcd = line.control_plane || line.explicit_etcd;
     if let Some(d) = discovery {
-        match d.run(input.timeout, recorder).await {
+        let budget = match line.discovery_timeout {
+            Some(t) => input.timeout.min(t),
+            None => input.timeout,
+        };
+        match d.run(budget, recorder).await {
             Ok(found) => found
-                .apply(&mut input, &args)
+                .apply(&mut input, &args, want_etcd)
                 .map_err(|e| (exit::INVALID_INPUT, e))?,
             Err(e) => {
                 let code = match e {
@@ -120,54 +135,202 @@ pub async fn resolve_input(
     Ok(input)
 }
 
-/// Fills what the flags leave open from `--config` (flags win, as in kubeadm). With
-/// `discovery.file`, returns the CA of that kubeconfig (kubeadm's file discovery trusts it as is)
-/// and takes the API endpoint from its server.
-fn merge_join_config(a: &mut PreflightArgs) -> Result<Option<CaBundle>, String> {
-    let Some(path) = a.config.clone() else {
-        return Ok(None);
-    };
-    let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
-    if c.local_api_endpoint.is_none() {
+/// What the kubeadm join line adds to preflight's own inputs.
+struct JoinLine {
+    /// The CA of `discovery.file` / `--discovery-file` (kubeadm's file discovery trusts it).
+    file_ca: Option<CaBundle>,
+    control_plane: bool,
+    /// etcd inputs were given on purpose (--etcd-*, --cert-dir, --certificate-key).
+    explicit_etcd: bool,
+    advertise_address: Option<IpAddr>,
+    discovery_timeout: Option<Duration>,
+    /// For the report's notes (text and JSON).
+    notes: Vec<String>,
+}
+
+/// The kubeadm flags among the given ones, as kubeadm spells them.
+fn kubeadm_flags_given(a: &PreflightArgs) -> Vec<String> {
+    a.given
+        .iter()
+        .filter(|f| kubeadm::flags::lookup(f).is_some())
+        .cloned()
+        .collect()
+}
+
+/// Applies the kubeadm join line to the flags: kubeadm's rule for `--config` beside flags
+/// (`ValidateMixedArguments`), the file's fields, `--token` as the default discovery and TLS
+/// bootstrap token, `--control-plane` (worker join without it), `--discovery-file`, and this
+/// node's advertise address (`newJoinData` in kubeadm's `cmd/join.go`).
+fn kubeadm_join_line(a: &mut PreflightArgs) -> Result<JoinLine, String> {
+    let given = kubeadm_flags_given(a);
+    if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
+        return Err(e);
+    }
+    let unused: Vec<String> = given
+        .iter()
+        .filter(|f| kubeadm::flags::lookup(f).is_some_and(|k| !k.is_used()))
+        .map(|f| format!("--{f}"))
+        .collect();
+    if !unused.is_empty() && crate::logging::verbosity() >= 1 {
         output::say(&format!(
-            "[preflight] {}: the JoinConfiguration has no controlPlane section (a worker join); \
-             checking the paths a control-plane join needs anyway",
-            path.display()
+            "[preflight] kubeadm flags accepted, not used by joinguard: {}",
+            unused.join(", ")
         ));
     }
-    if a.api_server_endpoint.is_none() {
+    let mut notes = Vec::new();
+    // Notes go into the report (text and JSON), not a second time to stderr.
+    let say = |line: String, notes: &mut Vec<String>| notes.push(line);
+    let mut line = JoinLine {
+        file_ca: None,
+        control_plane: a.control_plane,
+        explicit_etcd: false,
+        advertise_address: None,
+        discovery_timeout: None,
+        notes: Vec::new(),
+    };
+    let mut advertise = a.apiserver_advertise_address.clone();
+    let mut advertise_source = "--apiserver-advertise-address".to_string();
+    let mut discovery_file = a.discovery_file.clone();
+    let mut file_source = "--discovery-file".to_string();
+    if let Some(tls) = &a.tls_bootstrap_token {
+        BootstrapToken::parse(tls).map_err(|e| format!("--tls-bootstrap-token: {e}"))?;
+    }
+    if let Some(path) = a.config.clone() {
+        if a.api_server_endpoint.take().is_some() {
+            say(
+                "WARNING: the API endpoint argument is ignored beside --config, as kubeadm join \
+                 ignores it; discovery.bootstrapToken.apiServerEndpoint is used"
+                    .into(),
+                &mut notes,
+            );
+        }
+        let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
+        for w in &c.warnings {
+            output::say(&format!(
+                "[preflight] WARNING: --config {}: {w}",
+                path.display()
+            ));
+        }
+        if let Some(tls) = &c.tls_bootstrap_token {
+            BootstrapToken::parse(tls).map_err(|e| {
+                format!(
+                    "--config {}: discovery.tlsBootstrapToken: {e}",
+                    path.display()
+                )
+            })?;
+        }
         a.api_server_endpoint = c.api_server_endpoint.clone();
-    }
-    if a.token.is_none() && c.discovery_file.is_none() {
         a.token = c.token.clone();
-    }
-    if a.discovery_token_ca_cert_hash.is_empty() && !a.discovery_token_unsafe_skip_ca_verification {
         a.discovery_token_ca_cert_hash = c.ca_cert_hashes.clone();
         a.discovery_token_unsafe_skip_ca_verification = c.unsafe_skip_ca_verification;
+        line.control_plane = c.local_api_endpoint.is_some();
+        if let Some((addr, port)) = c.local_api_endpoint {
+            advertise = addr.map(|a| a.to_string());
+            advertise_source = format!(
+                "--config {}: controlPlane.localAPIEndpoint.advertiseAddress",
+                path.display()
+            );
+            a.apiserver_bind_port = Some(port);
+            if a.etcd_cert.is_none() && a.cert_dir.is_none() {
+                a.certificate_key = c.certificate_key.clone();
+            }
+        }
+        // --node-name may stand beside --config and overrides the file (kubeadm newJoinData).
+        if a.node_name.is_none() {
+            a.node_name = c.node_name.clone();
+        }
+        // The flag's list and the file's are merged into one set, as kubeadm merges them.
+        a.ignore_preflight_errors
+            .extend(c.ignore_preflight_errors.iter().cloned());
+        discovery_file = c.discovery_file.clone();
+        file_source = format!("--config {}: discovery.file.kubeConfigPath", path.display());
+        line.discovery_timeout = c.discovery_timeout;
+    } else {
+        // --token is the default of both --discovery-token and --tls-bootstrap-token.
+        if let Some(d) = a.discovery_token.take() {
+            a.token = Some(d);
+        }
+        if !a.control_plane
+            && (a.certificate_key.is_some()
+                || a.apiserver_advertise_address.is_some()
+                || a.apiserver_bind_port.is_some())
+        {
+            say(
+                "WARNING: --control-plane is also required when passing control-plane related \
+                 flags such as [certificate-key, apiserver-advertise-address, \
+                 apiserver-bind-port] (kubeadm would join a worker and not use them)"
+                    .into(),
+                &mut notes,
+            );
+        }
     }
-    if a.certificate_key.is_none() && a.etcd_cert.is_none() && a.cert_dir.is_none() {
-        a.certificate_key = c.certificate_key.clone();
+    if let Some(file) = discovery_file {
+        if file.starts_with("https://") || file.starts_with("http://") {
+            return Err(format!(
+                "{file_source} {file:?}: joinguard does not fetch discovery files over the \
+                 network (kubeadm fetches https:// URLs with the host's CA bundle); download the \
+                 kubeconfig and pass its path"
+            ));
+        }
+        if a.api_server_endpoint.is_some() {
+            return Err(format!(
+                "{file_source} and token discovery (the API endpoint argument) are mutually \
+                 exclusive, as in kubeadm (discovery.bootstrapToken and discovery.file)"
+            ));
+        }
+        // With file discovery a token only serves the TLS bootstrap.
+        a.token = None;
+        if a.apiserver_cacert.is_none() {
+            let path = std::path::PathBuf::from(&file);
+            let k = crate::kube::Kubeconfig::load(&path, None)
+                .map_err(|e| format!("{file_source}: {e}"))?;
+            a.api_server_endpoint = Some(k.server.clone());
+            line.file_ca = Some(
+                CaBundle::from_pem(TlsFlag::ApiserverCacert, &path, k.ca_pem)
+                    .map_err(|e| format!("{file_source}: {e}"))?,
+            );
+        }
     }
-    if a.node_name.is_none() {
-        a.node_name = c.node_name.clone();
+    if let Some(addr) = advertise.filter(|s| !s.is_empty()) {
+        line.advertise_address = Some(this_hosts_address(&advertise_source, &addr)?);
     }
-    if a.ignore_preflight_errors.is_empty() {
-        a.ignore_preflight_errors = c.ignore_preflight_errors.clone();
+    line.explicit_etcd = !a.etcd_endpoints.is_empty()
+        || !a.etcd_peer_endpoints.is_empty()
+        || a.etcd_cacert.is_some()
+        || a.etcd_cert.is_some()
+        || a.cert_dir.is_some()
+        || a.certificate_key.is_some();
+    if !line.control_plane && !line.explicit_etcd {
+        say(
+            "worker join (no --control-plane, no controlPlane in --config): only the API path \
+             is checked; give --control-plane for the etcd paths of a control-plane join"
+                .into(),
+            &mut notes,
+        );
     }
-    let Some(file) = &c.discovery_file else {
-        return Ok(None);
-    };
-    if a.apiserver_cacert.is_some() {
-        return Ok(None);
+    line.notes = notes;
+    Ok(line)
+}
+
+/// `addr` parsed, and one of this host's addresses: binding a UDP socket to it succeeds only
+/// then (no packet is sent). kubeadm's etcd member would advertise https://ADDR:2380.
+fn this_hosts_address(source: &str, addr: &str) -> Result<IpAddr, String> {
+    let ip: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("{source} `{addr}`: not an IP address"))?;
+    if ip.is_unspecified() || ip.is_loopback() {
+        return Err(format!(
+            "{source} `{addr}`: this node's etcd member and API server advertise this address to \
+             the others; give the address they reach this node on"
+        ));
     }
-    let k = crate::kube::Kubeconfig::load(file, None)
-        .map_err(|e| format!("--config {}: discovery.file: {e}", path.display()))?;
-    if a.api_server_endpoint.is_none() {
-        a.api_server_endpoint = Some(k.server.clone());
-    }
-    let ca = CaBundle::from_pem(TlsFlag::ApiserverCacert, file, k.ca_pem)
-        .map_err(|e| format!("--config {}: discovery.file: {e}", path.display()))?;
-    Ok(Some(ca))
+    std::net::UdpSocket::bind((ip, 0)).map_err(|e| {
+        format!(
+            "{source} `{addr}`: this host has no such address ({e}); the new etcd member would \
+             advertise https://{addr}:2380 and its peers could not reach it"
+        )
+    })?;
+    Ok(ip)
 }
 
 /// Token discovery's inputs, validated (exit 2 before any network call).
@@ -210,16 +373,10 @@ impl DiscoveryInput {
             };
         };
         let token = BootstrapToken::parse(token).map_err(|e| format!("--token: {e}"))?;
-        let trust = if a.discovery_token_unsafe_skip_ca_verification {
-            CaTrust::UnsafeSkip
-        } else if a.discovery_token_ca_cert_hash.is_empty() {
-            return Err(
-                "--token needs --discovery-token-ca-cert-hash sha256:<hex> (or, \
-                        knowingly, --discovery-token-unsafe-skip-ca-verification), as kubeadm \
-                        join does"
-                    .into(),
-            );
-        } else {
+        // Pins that are given are checked, whatever unsafeSkipCAVerification says: kubeadm's
+        // token discovery (`discovery/token/token.go`) skips the pin check only when the pin set
+        // is empty.
+        let trust = if !a.discovery_token_ca_cert_hash.is_empty() {
             CaTrust::Pins(
                 a.discovery_token_ca_cert_hash
                     .iter()
@@ -227,6 +384,15 @@ impl DiscoveryInput {
                     .collect::<Result<_, _>>()
                     .map_err(|e| format!("--discovery-token-ca-cert-hash {e}"))?,
             )
+        } else if a.discovery_token_unsafe_skip_ca_verification {
+            CaTrust::UnsafeSkip
+        } else {
+            return Err(
+                "--token needs --discovery-token-ca-cert-hash sha256:<hex> (or, \
+                        knowingly, --discovery-token-unsafe-skip-ca-verification), as kubeadm \
+                        join does"
+                    .into(),
+            );
         };
         let Some(endpoint) = a.api_server_endpoint.as_deref() else {
             return Err(
@@ -364,9 +530,16 @@ impl Discovered {
     /// Fills in what the flags left open: the API CA, etcd endpoints (external etcd, or the
     /// ClusterStatus addresses on :2379), the etcd identity, and etcd's timing when the flags are
     /// at their defaults.
-    fn apply(self, input: &mut PreflightInput, args: &PreflightArgs) -> Result<(), String> {
+    fn apply(
+        self,
+        input: &mut PreflightInput,
+        args: &PreflightArgs,
+        want_etcd: bool,
+    ) -> Result<(), String> {
         input.api_ca = Some(self.api_ca);
-        if input.etcd_clients.is_empty() {
+        // A worker join does not touch etcd: its members are looked up only for a control-plane
+        // join or when etcd inputs were given.
+        if input.etcd_clients.is_empty() && want_etcd {
             let candidates: Vec<String> = if !self.facts.external_etcd.is_empty() {
                 self.facts.external_etcd.clone()
             } else if !self.facts.etcd_pod_urls.is_empty() {
@@ -568,7 +741,11 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
     if !input.etcd_clients.is_empty() {
         checks.push(checker.etcd_identity(input.etcd_identity.is_some()));
     }
-    let mut notes = obs.notes.clone();
+    let mut notes = input.notes.clone();
+    notes.extend(obs.notes.iter().cloned());
+    if let Some(addr) = input.advertise_address {
+        notes.extend(source_address_notes(addr, &summaries));
+    }
     if let Some((target, db_size, result)) = &obs.snapshot {
         match result {
             Ok(p) => checks.push(checker.snapshot_transfer(target, *db_size, p.bytes_per_second())),
@@ -600,7 +777,61 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
         });
     }
     let checks = checker.finish(checks);
-    Report::new(&summaries, checks, notes, took)
+    let mut report = Report::new(&summaries, checks, notes, took);
+    report.ignored_all = input.ignore.is_all();
+    report.worker_join = !input.control_plane
+        && input.etcd_clients.is_empty()
+        && input.etcd_peers.is_empty()
+        && input.etcd_identity.is_none();
+    report
+}
+
+/// Where the kernel would send this node's etcd traffic from. etcd peers check a peer
+/// certificate's IP SANs against the address a connection comes from, and kubeadm puts the
+/// advertise address into the etcd peer certificate: a route that leaves from another address
+/// fails the member's TLS. A UDP `connect` picks the source without sending a packet.
+fn source_address_notes(advertise: IpAddr, summaries: &[Summary]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in summaries {
+        if !matches!(s.target.kind, TargetKind::EtcdPeer | TargetKind::EtcdClient) {
+            continue;
+        }
+        let Ok(ip) = s.target.host.parse::<IpAddr>() else {
+            continue;
+        };
+        if !seen.insert(ip) {
+            continue;
+        }
+        let unspecified: IpAddr = if ip.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        };
+        let Ok(sock) = std::net::UdpSocket::bind((unspecified, 0)) else {
+            continue;
+        };
+        let source = sock
+            .connect((ip, s.target.port))
+            .and_then(|()| sock.local_addr())
+            .map(|a| a.ip());
+        if let Ok(src) = source {
+            if src != advertise {
+                out.push(format!(
+                    "the route to etcd member {ip} leaves from {src}, not from the advertise \
+                     address {advertise}: the new member's peer certificate carries \
+                     {advertise}, and its peers check the address a connection comes from"
+                ));
+            }
+        }
+    }
+    if out.is_empty() && !seen.is_empty() {
+        out.push(format!(
+            "this node's etcd traffic leaves from the advertise address {advertise} (the new \
+             member would advertise https://{advertise}:2380)"
+        ));
+    }
+    out
 }
 
 fn print_outcome(input: &PreflightInput, outcome: &Outcome) {

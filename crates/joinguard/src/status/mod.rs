@@ -269,7 +269,24 @@ impl StatusInput {
         let mut bind_port = a.apiserver_bind_port;
         let mut budgets = Budgets::default();
         if let Some(path) = &a.config {
+            // kubeadm's rule for --config beside flags (`ValidateMixedArguments`): --node-name
+            // may stand beside it, the local API endpoint flags may not.
+            let given: Vec<String> = a
+                .given
+                .iter()
+                .filter(|f| crate::kubeadm::flags::lookup(f).is_some())
+                .cloned()
+                .collect();
+            if let Some(e) = crate::kubeadm::flags::mixed_config_error(&given) {
+                return Err(e);
+            }
             let c = JoinConfig::load(path).map_err(|e| e.to_string())?;
+            for w in &c.warnings {
+                output::say(&format!(
+                    "[update-status] WARNING: --config {}: {w}",
+                    path.display()
+                ));
+            }
             let Some((addr, port)) = c.local_api_endpoint else {
                 return Err(format!(
                     "--config {}: the JoinConfiguration has no controlPlane section: this is a \
@@ -277,7 +294,10 @@ impl StatusInput {
                     path.display()
                 ));
             };
-            node_name = c.node_name;
+            // --node-name overrides the file, as in kubeadm's newJoinData.
+            if node_name.is_none() {
+                node_name = c.node_name;
+            }
             advertise_address = addr;
             bind_port = Some(port);
             budgets = Budgets::from_v1beta4(c.kubernetes_api_call, c.etcd_api_call);
