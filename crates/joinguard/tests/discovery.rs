@@ -758,6 +758,16 @@ fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
                 name: "--cert-dir",
                 args: with(&["--cert-dir".as_ref(), cert_dir.path().as_os_str()]),
             },
+            // The control-plane join line `kubeadm init --upload-certs` prints, with `kubeadm
+            // join` replaced by `joinguard preflight` and nothing else changed.
+            JoinInputs {
+                name: "the kubeadm join line",
+                args: with(&[
+                    "--control-plane".as_ref(),
+                    "--certificate-key".as_ref(),
+                    CERT_KEY.as_ref(),
+                ]),
+            },
         ];
         let joinguard = env!("CARGO_BIN_EXE_joinguard");
         for input in &inputs {
