@@ -19,9 +19,9 @@
 mod auth;
 pub mod faults;
 pub mod fixture;
-mod handlers;
 mod store;
 mod time;
+mod verbs;
 
 use std::convert::Infallible;
 use std::fmt;
@@ -464,7 +464,7 @@ impl ApiServer {
     /// authentication and authorization. Returns the stored object with its resourceVersion.
     pub fn upsert(&self, obj: serde_json::Value) -> Result<serde_json::Value, Error> {
         let shared = self.shared.clone();
-        self.run(async move { handlers::upsert(&shared, obj).await })
+        self.run(async move { verbs::upsert(&shared, obj).await })
             .and_then(|r| r.map_err(Error::Object))
     }
 
@@ -483,7 +483,7 @@ impl ApiServer {
             namespace.to_string(),
             name.to_string(),
         );
-        self.run(async move { handlers::get_object(&shared, &a, &k, &ns, &n).await })
+        self.run(async move { verbs::get_object(&shared, &a, &k, &ns, &n).await })
             .and_then(|r| r.map_err(Error::Object))
     }
 
@@ -801,13 +801,13 @@ async fn handle(
                 return std::future::pending().await;
             }
             Some(kind) => {
-                let resp = handlers::fault_response(&kind);
+                let resp = verbs::fault_response(&kind);
                 shared.record(record(None, Some(resp.status().as_u16())));
                 return resp;
             }
         }
     }
-    let (resp, user) = handlers::dispatch(&shared, cert_user, req).await;
+    let (resp, user) = verbs::dispatch(&shared, cert_user, req).await;
     debug!(%method, %target, user = user.as_deref().unwrap_or("-"), status = resp.status().as_u16(), elapsed = ?at.elapsed(), "API server stand-in: request");
     shared.record(record(user, Some(resp.status().as_u16())));
     resp
