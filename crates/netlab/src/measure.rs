@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use crate::{Error, Host};
 
+// Moved to `netlab::process`; here under the old path for joinguard's tests until they import it
+// from there.
+pub use crate::process::{output_with_peak_rss, MeasuredOutput};
+
 /// Summary of a set of RTT samples in milliseconds.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Rtt {
@@ -174,98 +178,4 @@ pub fn udp_echo(
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = echo.join();
     result?.ok_or_else(|| Error::Netns("udp echo socket".into()))
-}
-
-/// What [`output_with_peak_rss`] observed of one child process.
-#[derive(Debug)]
-pub struct MeasuredOutput {
-    pub output: std::process::Output,
-    /// Spawn to exit.
-    pub took: Duration,
-    /// The child's peak resident set size in KiB: the largest `VmHWM` (the kernel's high-water
-    /// mark of the process's own memory) read from `/proc/<pid>/status` every 2 ms until exit.
-    /// Not `wait4(2)`'s `ru_maxrss`: at exec the kernel folds the pre-exec memory into it, and
-    /// with posix_spawn (vfork) that is the whole parent's, here the test process.
-    pub peak_rss_kib: u64,
-    /// The child was killed at the timeout.
-    pub killed: bool,
-}
-
-/// `VmHWM` of `pid` in KiB, while the process lives.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Runs `cmd` with piped stdout and stderr, killing it after `timeout`, and reports its exit,
-/// output, wall time and peak RSS. With `ip netns exec` in front (a [`Host::command`]), `ip`
-/// execs the program in the same process, so the figure is the program's.
-pub fn output_with_peak_rss(
-    cmd: &mut std::process::Command,
-    timeout: Duration,
-) -> Result<MeasuredOutput, Error> {
-    use std::io::Read;
-    use std::process::Stdio;
-    let desc = format!("{cmd:?}");
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Spawn(format!("{desc}: {e}")))?;
-    let pid = child.id();
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut v);
-            }
-            v
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = start + timeout;
-    let mut killed = false;
-    let mut peak = 0;
-    let (status, took) = loop {
-        // Before try_wait: once reaped, the pid's /proc entry is gone.
-        if let Some(kib) = vm_hwm_kib(pid) {
-            peak = peak.max(kib);
-        }
-        match child.try_wait() {
-            Ok(Some(st)) => break (st, start.elapsed()),
-            Ok(None) if Instant::now() >= deadline && !killed => {
-                let _ = child.kill();
-                killed = true;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(Error::Spawn(format!("{desc}: wait: {e}"))),
-        }
-    };
-    let output = std::process::Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    };
-    Ok(MeasuredOutput {
-        output,
-        took,
-        peak_rss_kib: peak,
-        killed,
-    })
 }
