@@ -30,7 +30,7 @@ pub mod sweep;
 
 pub use forwarder::{Network, PairStats};
 pub use host::{Host, HostProcess};
-pub use impair::{Impairment, Jitter, Loss};
+pub use impair::{Impairment, Jitter, Loss, ParseImpairmentError};
 pub use lab::{Lab, LabBuilder};
 
 /// What can go wrong while building or running a lab.

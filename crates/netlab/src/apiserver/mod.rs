@@ -360,11 +360,11 @@ impl ApiServer {
                         .await
                         {
                             Ok(s) => s,
-                            Err(reason) => {
+                            Err(e) => {
                                 let _ = ready_tx.send(Err(Error::Etcd {
                                     host: host_name,
                                     endpoints,
-                                    reason,
+                                    reason: e.to_string(),
                                 }));
                                 return;
                             }
