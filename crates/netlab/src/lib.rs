@@ -9,7 +9,8 @@
 //! Beside the fabric: [`apiserver`] (a Kubernetes API server stand-in over the lab's etcd),
 //! [`hostile`] (servers that misbehave on purpose), [`measure`] (the fabric's own accuracy),
 //! the generic helpers [`process`] (run with a deadline), [`http`] (plain GETs to lab listeners)
-//! and [`metrics`] (Prometheus samples).
+//! and [`metrics`] (Prometheus samples), and [`harness`], the lab test harness (lock,
+//! environment builder, runs of the program under test, [`labtest!`]) that lab tests share.
 //!
 //! netlab is never published. It exists so that joinguard is tested against real components.
 
@@ -17,6 +18,7 @@ pub mod apiserver;
 pub mod control;
 pub mod etcd;
 pub mod forwarder;
+pub mod harness;
 pub mod host;
 pub mod hostile;
 pub mod http;
