@@ -750,19 +750,20 @@ impl Run {
     /// Panics, showing both streams, unless stdout contains `needle`.
     #[track_caller]
     pub fn assert_stdout_contains(&self, needle: &str) -> &Run {
-        assert!(
-            self.stdout.contains(needle),
-            "stdout does not contain {needle:?}:\n{self}"
-        );
-        self
+        self.assert_contains("stdout", &self.stdout, needle)
     }
 
     /// Panics, showing both streams, unless stderr contains `needle`.
     #[track_caller]
     pub fn assert_stderr_contains(&self, needle: &str) -> &Run {
+        self.assert_contains("stderr", &self.stderr, needle)
+    }
+
+    #[track_caller]
+    fn assert_contains(&self, stream: &str, text: &str, needle: &str) -> &Run {
         assert!(
-            self.stderr.contains(needle),
-            "stderr does not contain {needle:?}:\n{self}"
+            text.contains(needle),
+            "{stream} does not contain {needle:?}:\n{self}"
         );
         self
     }

@@ -44,6 +44,14 @@ fn kubeadm_config(env: &harness::LabEnv) -> Value {
     .json()
 }
 
+/// The bootstrap token's Secret, as kubectl reads it.
+fn token_secret(env: &harness::LabEnv) -> Value {
+    let name = format!("bootstrap-token-{TOKEN_ID}");
+    env.kubectl(&["-n", "kube-system", "get", "secret", &name, "-o", "json"])
+        .assert_exit(0)
+        .json()
+}
+
 labtest!(
     /// The default environment: a joiner and one etcd member, no stand-in, no program.
     harness_etcd_default_environment_is_a_joiner_and_one_healthy_member,
@@ -122,18 +130,7 @@ labtest!(
             status.contains(&format!("advertiseAddress: {}", env.host("m1").addr())),
             "{status}"
         );
-        let secret = env
-            .kubectl(&[
-                "-n",
-                "kube-system",
-                "get",
-                "secret",
-                &format!("bootstrap-token-{TOKEN_ID}"),
-                "-o",
-                "json",
-            ])
-            .assert_exit(0)
-            .json();
+        let secret = token_secret(&env);
         assert_eq!(
             secret["data"]["token-secret"],
             Value::String(STANDARD.encode(SECRET))
@@ -246,18 +243,7 @@ labtest!(
         opts.token_expiration = None;
     }),
     |env| {
-        let secret = env
-            .kubectl(&[
-                "-n",
-                "kube-system",
-                "get",
-                "secret",
-                &format!("bootstrap-token-{TOKEN_ID}"),
-                "-o",
-                "json",
-            ])
-            .assert_exit(0)
-            .json();
+        let secret = token_secret(&env);
         assert!(
             secret["data"].get("expiration").is_none(),
             "a token without expiration: {}",

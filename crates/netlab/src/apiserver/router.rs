@@ -11,7 +11,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{HeaderName, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request};
 use tracing::debug;
 
@@ -132,17 +132,18 @@ fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A request header as text; `None` when absent or not visible ASCII.
+fn header(req: &Request<Incoming>, name: HeaderName) -> Option<&str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
 /// Authenticates, authorizes and serves one request. Returns the response and the user name.
 pub(super) async fn dispatch(
     shared: &Shared,
     cert_user: Option<UserInfo>,
     req: Request<Incoming>,
 ) -> (Resp, Option<String>) {
-    let header = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
+    let header = header(&req, AUTHORIZATION).map(str::to_string);
     // kube-apiserver's union authenticator tries x509 before bearer tokens.
     let authenticated = match cert_user {
         Some(u) => Ok(u),
@@ -205,21 +206,12 @@ async fn serve(shared: &Shared, user: &UserInfo, req: Request<Incoming>) -> Resp
     if !def.namespaced && !rr.namespace.is_empty() {
         return resource_not_found();
     }
-    let accept = req
-        .headers()
-        .get(ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let table = accept.contains("as=Table");
+    let table = header(&req, ACCEPT).unwrap_or("").contains("as=Table");
     match rr.verb {
         "get" => verbs::get(shared, def, &rr, table).await,
         "list" => verbs::list(shared, def, &rr, &query, table).await,
         "create" | "update" | "patch" => {
-            let content_type = req
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
+            let content_type = header(&req, CONTENT_TYPE)
                 .unwrap_or("application/json")
                 .to_string();
             let body = match read_body(shared, req).await {
@@ -246,11 +238,7 @@ async fn read_body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, Res
             None,
         )
     };
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared = header(&req, CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > shared.body_limit) {
         return Err(too_large());
     }

@@ -99,36 +99,34 @@ pub(super) fn details(group: &str, kind: &str, name: &str) -> Details {
     }
 }
 
-pub(super) fn not_found(def: &ResourceDef, name: &str) -> Resp {
+/// A failure about one object, with kube-apiserver's `StatusDetails` (name, group, resource).
+fn about(def: &ResourceDef, name: &str, code: u16, reason: &str, message: &str) -> Resp {
     status_response(
-        404,
-        "NotFound",
-        &format!("{} \"{name}\" not found", def.qualified_resource()),
+        code,
+        reason,
+        message,
         Some(details(def.group, def.resource, name)),
     )
 }
 
+pub(super) fn not_found(def: &ResourceDef, name: &str) -> Resp {
+    let message = format!("{} \"{name}\" not found", def.qualified_resource());
+    about(def, name, 404, "NotFound", &message)
+}
+
 pub(super) fn already_exists(def: &ResourceDef, name: &str) -> Resp {
-    status_response(
-        409,
-        "AlreadyExists",
-        &format!("{} \"{name}\" already exists", def.qualified_resource()),
-        Some(details(def.group, def.resource, name)),
-    )
+    let message = format!("{} \"{name}\" already exists", def.qualified_resource());
+    about(def, name, 409, "AlreadyExists", &message)
 }
 
 /// `apierrors.NewConflict(..., storage.NewResourceVersionConflictsError)` as an update with a
 /// stale resourceVersion gets it.
 pub(super) fn conflict(def: &ResourceDef, name: &str) -> Resp {
-    status_response(
-        409,
-        "Conflict",
-        &format!(
-            "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
-            def.qualified_resource()
-        ),
-        Some(details(def.group, def.resource, name)),
-    )
+    let message = format!(
+        "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+        def.qualified_resource()
+    );
+    about(def, name, 409, "Conflict", &message)
 }
 
 pub(super) fn bad_request(message: &str) -> Resp {
