@@ -40,7 +40,8 @@ use crate::process::output_within;
 use crate::{Host, Impairment, Lab};
 
 /// The bootstrap token of every environment: kubeadm's documentation example
-/// (`kubeadm token --help`), `[a-z0-9]{6}.[a-z0-9]{16}`.
+/// (`kubeadm token --help`), `[a-z0-9]{6}.[a-z0-9]{16}`. joinguard's `--help` examples show the
+/// same token, so the no-secret check does not apply to `--help` output.
 pub const TOKEN: &str = "abcdef.0123456789abcdef";
 /// Its id, the part before the dot (the Secret is `bootstrap-token-abcdef`).
 pub const TOKEN_ID: &str = "abcdef";
