@@ -5,8 +5,8 @@
 //! inputs -> plan -> probes -> stats -> checks -> report (DESIGN section 3).
 
 pub mod check;
-pub mod cli;
 pub mod discovery;
+pub mod duration;
 pub mod joinconfig;
 pub mod key;
 pub mod kube;
@@ -20,6 +20,7 @@ pub mod probe;
 pub mod report;
 pub mod retry;
 pub mod sampling;
+pub mod spec;
 pub mod stats;
 pub mod status;
 pub mod target;

@@ -1,5 +1,6 @@
-//! Logs: `tracing` to stderr, never stdout (stdout carries only the report, so `-o json` stays
-//! parseable). `RUST_LOG` overrides `-v`.
+//! The verbosity the process runs with, for the few decisions that depend on `-v` (which
+//! accepted-and-unused kubeadm flags to list). The binary sets it when it installs the log
+//! subscriber; the core only reads it and logs through `tracing`.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -10,22 +11,7 @@ pub fn verbosity() -> u8 {
     VERBOSITY.load(Ordering::Relaxed)
 }
 
-/// Installs the subscriber: warn by default, -v info, -vv debug, -vvv trace.
-pub fn init(verbose: u8) {
+/// Records the `-v` count (the binary's logging init calls this once).
+pub fn set_verbosity(verbose: u8) {
     VERBOSITY.store(verbose, Ordering::Relaxed);
-    let level = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only on a terminal: logs captured to a file or a CI log stay plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
 }

@@ -24,7 +24,6 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::check::{exit, CheckResult, Checker, Status, CLUSTER_TARGET};
-use crate::cli::MonitorArgs;
 use crate::output;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberInfo};
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
@@ -105,16 +104,17 @@ impl ClusterTls {
     }
 }
 
-/// Entry point of `joinguard monitor`: returns the exit code (it runs until SIGTERM/SIGINT).
-pub fn run_cli(args: MonitorArgs) -> u8 {
-    let config = match MonitorConfig::load(&args.config, &|k| std::env::var(k).ok()) {
+/// Entry point of `joinguard monitor --config CONFIG [--listen LISTEN]`: returns the exit code
+/// (it runs until SIGTERM/SIGINT).
+pub fn run_cli(config_path: &std::path::Path, listen: Option<SocketAddr>) -> u8 {
+    let config = match MonitorConfig::load(config_path, &|k| std::env::var(k).ok()) {
         Ok(c) => c,
         Err(e) => {
             output::say(&format!("joinguard monitor: --config {e}"));
             return exit::INVALID_INPUT;
         }
     };
-    let listen = match (args.listen, config.listen) {
+    let listen = match (listen, config.listen) {
         (Some(l), _) | (None, Some(l)) => l,
         (None, None) => DEFAULT_LISTEN
             .parse()

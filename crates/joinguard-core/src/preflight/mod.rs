@@ -15,7 +15,6 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
-use crate::cli::{Output, PreflightArgs};
 use crate::discovery::cluster::{self, ClusterFacts, EtcdMaterial};
 use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
 use crate::joinconfig::JoinConfig;
@@ -28,6 +27,7 @@ use crate::report::{render_json, render_text, Report};
 use crate::retry::{wait_until, Backoff};
 use crate::retry::{Recorder, RetryPolicy};
 use crate::sampling::SamplingPolicy;
+use crate::spec::{Output, PreflightSpec};
 use crate::stats::Summary;
 use crate::target::TargetKind;
 
@@ -54,7 +54,7 @@ impl Outcome {
 }
 
 /// Entry point of `joinguard preflight`: returns the process exit code.
-pub fn run_cli(args: PreflightArgs) -> u8 {
+pub fn run_cli(args: PreflightSpec) -> u8 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -94,7 +94,7 @@ pub fn run_cli(args: PreflightArgs) -> u8 {
 /// reuses it, so both commands accept the same inputs. Errors carry the exit code (2 invalid
 /// input, 3 trust failure, 1 discovery failed) and the message.
 pub async fn resolve_input(
-    mut args: PreflightArgs,
+    mut args: PreflightSpec,
     recorder: &Recorder,
 ) -> Result<PreflightInput, (u8, String)> {
     let line = kubeadm_join_line(&mut args).map_err(|e| (exit::INVALID_INPUT, e))?;
@@ -149,7 +149,7 @@ struct JoinLine {
 }
 
 /// The kubeadm flags among the given ones, as kubeadm spells them.
-fn kubeadm_flags_given(a: &PreflightArgs) -> Vec<String> {
+fn kubeadm_flags_given(a: &PreflightSpec) -> Vec<String> {
     a.given
         .iter()
         .filter(|f| kubeadm::flags::lookup(f).is_some())
@@ -161,7 +161,7 @@ fn kubeadm_flags_given(a: &PreflightArgs) -> Vec<String> {
 /// (`ValidateMixedArguments`), the file's fields, `--token` as the default discovery and TLS
 /// bootstrap token, `--control-plane` (worker join without it), `--discovery-file`, and this
 /// node's advertise address (`newJoinData` in kubeadm's `cmd/join.go`).
-fn kubeadm_join_line(a: &mut PreflightArgs) -> Result<JoinLine, String> {
+fn kubeadm_join_line(a: &mut PreflightSpec) -> Result<JoinLine, String> {
     let given = kubeadm_flags_given(a);
     if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
         return Err(e);
@@ -351,7 +351,7 @@ struct Discovered {
 }
 
 impl DiscoveryInput {
-    fn from_args(a: &PreflightArgs) -> Result<Option<DiscoveryInput>, String> {
+    fn from_args(a: &PreflightSpec) -> Result<Option<DiscoveryInput>, String> {
         let Some(token) = &a.token else {
             let orphan = if a.certificate_key.is_some() {
                 Some("--certificate-key")
@@ -533,7 +533,7 @@ impl Discovered {
     fn apply(
         self,
         input: &mut PreflightInput,
-        args: &PreflightArgs,
+        args: &PreflightSpec,
         want_etcd: bool,
     ) -> Result<(), String> {
         input.api_ca = Some(self.api_ca);

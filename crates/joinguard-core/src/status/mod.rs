@@ -24,7 +24,6 @@ use tokio::time::Instant;
 use serde_json::{json, Value};
 
 use crate::check::exit;
-use crate::cli::{Output, UpdateStatusArgs};
 use crate::joinconfig::{JoinConfig, DEFAULT_BIND_PORT};
 use crate::kube::ApiClient;
 use crate::output;
@@ -32,6 +31,7 @@ use crate::retry::{
     self, ApiCallError, ApiError, Budgets, Changed, NotFound, Recorder, RetryError, RetryPolicy,
     WakeOnConnect,
 };
+use crate::spec::{Output, StatusSpec};
 
 pub use report::{render_json, render_text, OpResult, StatusReport};
 
@@ -222,7 +222,7 @@ pub async fn update_status(input: &StatusInput, recorder: &Recorder) -> Run {
 }
 
 /// Entry point of `joinguard update-status`: returns the process exit code.
-pub fn run_cli(args: UpdateStatusArgs) -> u8 {
+pub fn run_cli(args: StatusSpec) -> u8 {
     let input = match StatusInput::from_args(&args) {
         Ok(i) => i,
         Err(e) => {
@@ -263,7 +263,7 @@ pub fn run_cli(args: UpdateStatusArgs) -> u8 {
 
 impl StatusInput {
     /// Validates the flags (and the files they name) into an input. Every error names its flag.
-    pub fn from_args(a: &UpdateStatusArgs) -> Result<StatusInput, String> {
+    pub fn from_args(a: &StatusSpec) -> Result<StatusInput, String> {
         let mut node_name = a.node_name.clone();
         let mut advertise_address = a.apiserver_advertise_address;
         let mut bind_port = a.apiserver_bind_port;

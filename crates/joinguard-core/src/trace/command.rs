@@ -5,14 +5,14 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use crate::check::exit;
-use crate::cli::{Output, TraceArgs};
 use crate::output;
+use crate::spec::{Output, TraceRequest};
 
 use super::report::{render_json, render_text, TracedPath};
 use super::{trace, TraceError, TraceProtocol, TraceSpec};
 
 /// Entry point of `joinguard trace`: returns the process exit code.
-pub fn run_cli(args: TraceArgs) -> u8 {
+pub fn run_cli(args: TraceRequest) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -65,7 +65,7 @@ pub fn run_cli(args: TraceArgs) -> u8 {
 }
 
 /// Validated flags. Every error names the flag or argument it is about.
-pub async fn spec_from_args(a: &TraceArgs) -> Result<TraceSpec, String> {
+pub async fn spec_from_args(a: &TraceRequest) -> Result<TraceSpec, String> {
     let (host, port_in_target) = split_target(&a.target)?;
     let port = match (a.port, port_in_target) {
         (Some(p), Some(q)) if p != q => {

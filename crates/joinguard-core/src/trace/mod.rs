@@ -33,7 +33,7 @@ use packet::{ProbeId, Reply, ReplyKind};
 use socket::RawSocket;
 
 /// Which probes a trace sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TraceProtocol {
     /// ICMP echo requests (as `ping`, mtr's default).
