@@ -7,6 +7,7 @@
 pub mod check;
 pub mod discovery;
 pub mod duration;
+pub mod failure;
 pub mod joinconfig;
 pub mod key;
 pub mod kube;
@@ -14,7 +15,7 @@ pub mod kubeadm;
 pub mod limits;
 pub mod logging;
 pub mod monitor;
-pub mod output;
+pub mod notes;
 pub mod preflight;
 pub mod probe;
 pub mod report;

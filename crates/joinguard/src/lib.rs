@@ -3,6 +3,7 @@
 //! `version`. All logic is in [`joinguard_core`].
 
 pub mod cli;
+pub mod commands;
 pub mod logging;
 pub mod manual;
 pub mod version;

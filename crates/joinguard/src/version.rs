@@ -1,6 +1,6 @@
 //! `joinguard version`: the build information fixed at build time (see build.rs).
 
-use joinguard_core::output;
+use crate::commands as output;
 
 /// What `joinguard version` reports, fixed at build time (see build.rs).
 #[derive(Debug, Clone, serde::Serialize)]

@@ -17,13 +17,14 @@ use std::time::{Duration, Instant};
 use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::discovery::cluster::{self, ClusterFacts, EtcdMaterial};
 use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
+use crate::failure::Stopped;
 use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
 use crate::kubeadm;
-use crate::output;
+use crate::notes::Notes;
 use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
-use crate::report::{render_json, render_text, Report};
+use crate::report::Report;
 use crate::retry::{wait_until, Backoff};
 use crate::retry::{Recorder, RetryPolicy};
 use crate::sampling::SamplingPolicy;
@@ -53,54 +54,20 @@ impl Outcome {
     }
 }
 
-/// Entry point of `joinguard preflight`: returns the process exit code.
-pub fn run_cli(args: PreflightSpec) -> u8 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            output::say(&format!(
-                "joinguard preflight: cannot start the runtime: {e}"
-            ));
-            return exit::UNFIT;
-        }
-    };
-    let started = std::time::Instant::now();
-    let mut input = match rt.block_on(resolve_input(args, &Recorder::new())) {
-        Ok(i) => i,
-        Err((code, e)) => {
-            output::say(&format!("joinguard preflight: {e}"));
-            return code;
-        }
-    };
-    if input.wait.is_none() {
-        // --timeout bounds the whole run: discovery took its share of it already.
-        input.timeout = input
-            .timeout
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_millis(500));
-    }
-    let outcome = rt.block_on(preflight(&input));
-    print_outcome(&input, &outcome);
-    outcome.exit_code()
-}
-
 /// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
 /// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
 /// (cluster-info, kubeadm-config, kubeadm-certs) when a token is given. `joinguard monitor`
-/// reuses it, so both commands accept the same inputs. Errors carry the exit code (2 invalid
-/// input, 3 trust failure, 1 discovery failed) and the message.
+/// reuses it, so both commands accept the same inputs. Errors say why it stopped (invalid
+/// input, trust failure, discovery failed) with the message; progress lines go to `notes`.
 pub async fn resolve_input(
     mut args: PreflightSpec,
     recorder: &Recorder,
-) -> Result<PreflightInput, (u8, String)> {
-    let line = kubeadm_join_line(&mut args).map_err(|e| (exit::INVALID_INPUT, e))?;
-    let discovery = DiscoveryInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e))?;
+    notes: &dyn Notes,
+) -> Result<PreflightInput, Stopped> {
+    let line = kubeadm_join_line(&mut args, notes).map_err(Stopped::Invalid)?;
+    let discovery = DiscoveryInput::from_args(&args).map_err(Stopped::Invalid)?;
     let mut input =
-        PreflightInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e.to_string()))?;
+        PreflightInput::from_args(&args).map_err(|e| Stopped::Invalid(e.to_string()))?;
     if let Some(ca) = line.file_ca {
         input.api_ca = Some(ca);
     }
@@ -118,17 +85,17 @@ pub async fn resolve_input(
             Some(t) => input.timeout.min(t),
             None => input.timeout,
         };
-        match d.run(budget, recorder).await {
+        match d.run(budget, recorder, notes).await {
             Ok(found) => found
-                .apply(&mut input, &args, want_etcd)
-                .map_err(|e| (exit::INVALID_INPUT, e))?,
+                .apply(&mut input, &args, want_etcd, notes)
+                .map_err(Stopped::Invalid)?,
             Err(e) => {
-                let code = match e {
-                    DiscoveryError::Trust(_) => exit::TRUST_FAILURE,
-                    DiscoveryError::Input(_) => exit::INVALID_INPUT,
-                    DiscoveryError::Failed(_) => exit::UNFIT,
-                };
-                return Err((code, e.to_string()));
+                let message = e.to_string();
+                return Err(match e {
+                    DiscoveryError::Trust(_) => Stopped::Trust(message),
+                    DiscoveryError::Input(_) => Stopped::Invalid(message),
+                    DiscoveryError::Failed(_) => Stopped::Failed(message),
+                });
             }
         }
     }
@@ -161,7 +128,7 @@ fn kubeadm_flags_given(a: &PreflightSpec) -> Vec<String> {
 /// (`ValidateMixedArguments`), the file's fields, `--token` as the default discovery and TLS
 /// bootstrap token, `--control-plane` (worker join without it), `--discovery-file`, and this
 /// node's advertise address (`newJoinData` in kubeadm's `cmd/join.go`).
-fn kubeadm_join_line(a: &mut PreflightSpec) -> Result<JoinLine, String> {
+fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine, String> {
     let given = kubeadm_flags_given(a);
     if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
         return Err(e);
@@ -172,7 +139,7 @@ fn kubeadm_join_line(a: &mut PreflightSpec) -> Result<JoinLine, String> {
         .map(|f| format!("--{f}"))
         .collect();
     if !unused.is_empty() && crate::logging::verbosity() >= 1 {
-        output::say(&format!(
+        sink.note(&format!(
             "[preflight] kubeadm flags accepted, not used by joinguard: {}",
             unused.join(", ")
         ));
@@ -206,7 +173,7 @@ fn kubeadm_join_line(a: &mut PreflightSpec) -> Result<JoinLine, String> {
         }
         let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
         for w in &c.warnings {
-            output::say(&format!(
+            sink.note(&format!(
                 "[preflight] WARNING: --config {}: {w}",
                 path.display()
             ));
@@ -432,9 +399,10 @@ impl DiscoveryInput {
         &self,
         timeout: Duration,
         recorder: &Recorder,
+        notes: &dyn Notes,
     ) -> Result<Discovered, DiscoveryError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        output::say(&format!(
+        notes.note(&format!(
             "[preflight] Discovering the cluster CA from {} (token id {})",
             self.endpoint,
             self.token.id()
@@ -443,13 +411,13 @@ impl DiscoveryInput {
         let d = discovery::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder)
             .await?;
         if d.ca_unverified {
-            output::say(
+            notes.note(
                 "[preflight] WARNING: the cluster CA was not verified against a pin \
                  (--discovery-token-unsafe-skip-ca-verification): an attacker in the path could \
                  have supplied it",
             );
         } else {
-            output::say("[preflight] The cluster CA matches the pin and signed cluster-info");
+            notes.note("[preflight] The cluster CA matches the pin and signed cluster-info");
         }
         let unusable =
             |e: String| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}"));
@@ -500,14 +468,14 @@ impl DiscoveryInput {
                 .unwrap_or_default()
         };
         if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
-            output::say(&format!(
+            notes.note(&format!(
                 "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
                  (valid 1h{})",
                 m.source,
                 ca_key(m)
             ));
         } else if let Some(m) = &etcd {
-            output::say(&if m.minted {
+            notes.note(&if m.minted {
                 format!(
                     "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client \
                      certificate from the etcd CA (valid 1h{})",
@@ -535,6 +503,7 @@ impl Discovered {
         input: &mut PreflightInput,
         args: &PreflightSpec,
         want_etcd: bool,
+        notes: &dyn Notes,
     ) -> Result<(), String> {
         input.api_ca = Some(self.api_ca);
         // A worker join does not touch etcd: its members are looked up only for a control-plane
@@ -570,12 +539,12 @@ impl Discovered {
                 } else {
                     "the etcd pods"
                 };
-                output::say(&format!(
+                notes.note(&format!(
                     "[preflight] etcd endpoints from {source}: {}",
                     candidates.join(",")
                 ));
             } else if self.etcd.is_some() {
-                output::say(
+                notes.note(
                     "[preflight] found no etcd endpoint (no external etcd, no ClusterStatus, no \
                      annotated etcd pod): give --etcd-endpoints for one or more members; the \
                      others come from MemberList",
@@ -604,7 +573,7 @@ impl Discovered {
                 input.heartbeat = hb;
                 input.election = el;
                 input.thresholds = crate::check::Thresholds::from_etcd_timing(hb, el);
-                output::say(&format!(
+                notes.note(&format!(
                     "[preflight] etcd timing from kubeadm-config: heartbeat {} ms, election {} ms",
                     hb.as_millis(),
                     el.as_millis()
@@ -620,18 +589,18 @@ impl Discovered {
 
 /// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets
 /// that failed a latency or loss check, within what is left of the last run's `--timeout`.
-pub async fn preflight(input: &PreflightInput) -> Outcome {
-    let mut outcome = check_until_done(input).await;
+pub async fn preflight(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
+    let mut outcome = check_until_done(input, notes).await;
     if let Outcome::Report(r) = &mut outcome {
         let left = input
             .timeout
             .saturating_sub(Duration::from_millis(r.duration_ms));
-        traces::attach(r, left).await;
+        traces::attach(r, left, notes).await;
     }
     outcome
 }
 
-async fn check_until_done(input: &PreflightInput) -> Outcome {
+async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
     let Some(wait) = input.wait else {
         return check_once(input, input.timeout).await;
     };
@@ -667,7 +636,7 @@ async fn check_until_done(input: &PreflightInput) -> Outcome {
                 None => "no time left for another check".to_string(),
             };
             if text || !errors.is_empty() {
-                output::say(&format!(
+                notes.note(&format!(
                     "[preflight] check {} after {:.1}s: not fit ({}); {next} (--wait {})",
                     p.attempt,
                     p.elapsed.as_secs_f64(),
@@ -682,7 +651,7 @@ async fn check_until_done(input: &PreflightInput) -> Outcome {
         Ok(o) => o,
         Err(timed_out) => match timed_out.last {
             Some(r) => {
-                output::say(&format!(
+                notes.note(&format!(
                     "[preflight] still not fit after waiting {:.1}s ({} checks); giving up",
                     timed_out.elapsed.as_secs_f64(),
                     timed_out.checks
@@ -832,23 +801,4 @@ fn source_address_notes(advertise: IpAddr, summaries: &[Summary]) -> Vec<String>
         ));
     }
     out
-}
-
-fn print_outcome(input: &PreflightInput, outcome: &Outcome) {
-    match outcome {
-        Outcome::Trust(msg) => output::say(&format!(
-            "[preflight] trust failure: {msg}\n[preflight] This is not retried: check that the CA \
-             file belongs to this cluster, or that nothing intercepts the connection."
-        )),
-        Outcome::Report(r) => {
-            let mut buf = Vec::new();
-            let res = match input.output {
-                Output::Text => render_text(r, &mut buf),
-                Output::Json => render_json(r, &mut buf),
-            };
-            if res.is_ok() {
-                output::stdout(&String::from_utf8_lossy(&buf));
-            }
-        }
-    }
 }
