@@ -8,7 +8,30 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::trace::TraceProtocol;
+use serde::Serialize;
+
+/// Which probes a trace sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceProtocol {
+    /// ICMP echo requests (as `ping`, mtr's default).
+    Icmp,
+    /// UDP datagrams (as `traceroute`): to --port, or to 33434 and up.
+    Udp,
+    /// TCP SYNs to --port (as `mtr -T`, `tcptraceroute`): follows the path a connection to the
+    /// service takes through firewalls that treat ICMP differently. Never completes a handshake.
+    Tcp,
+}
+
+impl TraceProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceProtocol::Icmp => "icmp",
+            TraceProtocol::Udp => "udp",
+            TraceProtocol::Tcp => "tcp",
+        }
+    }
+}
 
 /// The report format `-o` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
