@@ -1,8 +1,14 @@
-//! joinguard: fail-fast network pre-checks and self-healing retries for kubeadm control-plane
-//! joins.
+//! joinguard-core: everything joinguard does, behind plain types. kubeadm control-plane joins
+//! fail fast on an unfit network (`preflight`), write their status with retries that recover
+//! from transient API faults (`status`), and can be traced (`trace`) and watched (`monitor`).
 //!
-//! The library holds all logic; the binary only parses flags and calls it. Data flows
-//! inputs -> plan -> probes -> stats -> checks -> report (DESIGN section 3).
+//! The core never parses flags, prints or exits. Callers hand it a spec (`spec`: what the flags
+//! or the monitor's YAML say), a [`Notes`] sink for progress lines, and a tokio runtime; it
+//! hands back values (reports, [`preflight::Outcome`], [`Stopped`]) that the caller prints and
+//! maps to an exit code. The modules form layers (docs/architecture.md; `tests/layering.rs`
+//! checks them): foundation, then kube/kubeadm/retry, then probe/sampling/check/trace, then
+//! discovery, then the commands. Data flows spec -> validated input -> plan -> probes -> stats
+//! -> checks -> report.
 
 pub mod check;
 pub mod discovery;
@@ -26,3 +32,17 @@ pub mod stats;
 pub mod status;
 pub mod target;
 pub mod trace;
+
+// The short paths: the types a caller of the core names most.
+pub use check::{CheckName, CheckResult, IgnoreList, Status, Thresholds, Verdict};
+pub use discovery::{BootstrapToken, CaTrust, Discovered, DiscoveryError};
+pub use failure::Stopped;
+pub use monitor::{Monitor, MonitorConfig};
+pub use notes::{Notes, Silent};
+pub use preflight::{Outcome, PreflightInput};
+pub use report::Report;
+pub use retry::{Recorder, RetryPolicy};
+pub use spec::{KubeadmIgnored, Output, PreflightSpec, StatusSpec, TraceProtocol, TraceRequest};
+pub use status::{StatusInput, StatusReport};
+pub use target::{Target, TargetKind};
+pub use trace::{PathTrace, TraceSpec};

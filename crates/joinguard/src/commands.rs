@@ -8,17 +8,15 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use joinguard_core::check::Verdict;
-use joinguard_core::failure::Stopped;
-use joinguard_core::monitor::{self, MonitorConfig, DEFAULT_LISTEN};
-use joinguard_core::notes::Notes;
-use joinguard_core::preflight::{self, Outcome};
-use joinguard_core::retry::Recorder;
-use joinguard_core::spec::{Output, PreflightSpec, StatusSpec, TraceRequest};
-use joinguard_core::status::{self, StatusInput, StatusReport};
+use joinguard_core::monitor::{self, DEFAULT_LISTEN};
+use joinguard_core::trace::command::spec_from_request;
 use joinguard_core::trace::report::TracedPath;
 use joinguard_core::trace::{self, TraceError};
-use joinguard_core::{report, trace::command::spec_from_request};
+use joinguard_core::{preflight, report, status};
+use joinguard_core::{
+    MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput, StatusReport,
+    StatusSpec, Stopped, TraceRequest, Verdict,
+};
 use tokio::runtime::Runtime;
 
 /// The exit codes, in one place.
