@@ -165,7 +165,7 @@ pub async fn start(
     // Targets MemberList does not change: the static list and the cluster's API endpoint.
     let mut fixed: Vec<Planned> = planned.clone();
     if let Some(args) = config.cluster.take() {
-        let input = crate::preflight::resolve_input(args, &recorder, notes)
+        let input = crate::discovery::join::resolve_input(args, &recorder, notes)
             .await
             .map_err(|e| e.context("cluster: "))?;
         thresholds = input.thresholds.clone();
