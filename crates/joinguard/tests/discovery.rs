@@ -4,8 +4,10 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use joinguard::discovery::{self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError};
-use joinguard::retry::Recorder;
+use joinguard_core::discovery::{
+    self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError,
+};
+use joinguard_core::retry::Recorder;
 use netlab::apiserver::fixture::{self, Fixture, FixtureOptions};
 use netlab::apiserver::{ApiServer, ApiServerOptions, FaultKind, FaultRule, Method};
 use netlab::etcd::{EtcdCluster, EtcdSpec};

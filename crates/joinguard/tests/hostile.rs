@@ -736,9 +736,10 @@ fn etcd_write_probe_killed_between_put_and_revoke_leaves_no_key_after_the_ttl() 
     );
     assert!(left
         .iter()
-        .all(|k| k.starts_with(joinguard::probe::etcd::PREFLIGHT_PREFIX)));
+        .all(|k| k.starts_with(joinguard_core::probe::etcd::PREFLIGHT_PREFIX)));
     // MAX_WRITE_TTL (10 s), plus etcd's lease checkpoint slack.
-    let deadline = Instant::now() + joinguard::probe::etcd::MAX_WRITE_TTL + Duration::from_secs(4);
+    let deadline =
+        Instant::now() + joinguard_core::probe::etcd::MAX_WRITE_TTL + Duration::from_secs(4);
     while !keys().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -8,10 +8,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use joinguard::discovery::cluster::etcd_material_from_dir;
-use joinguard::kube::{ApiClient, Kubeconfig};
-use joinguard::probe::etcd::{self, EtcdTls};
-use joinguard::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::discovery::cluster::etcd_material_from_dir;
+use joinguard_core::kube::{ApiClient, Kubeconfig};
+use joinguard_core::probe::etcd::{self, EtcdTls};
+use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
 use netlab::pki::{names, CertSpec, KeyAlgorithm, KeyProfile, KubeadmPki, TestCa};
 use netlab::Lab;

@@ -3,15 +3,15 @@
 //! server stand-in over a real 3-member etcd cluster (stacked layout, kubeadm-certs under a
 //! certificate key). Every test name contains `etcd`, so CI runs them on etcd 3.4 and 3.5.
 //!
-//! The flag lists come from the recorded fact, `joinguard::kubeadm::flags::join_flags`, for each
+//! The flag lists come from the recorded fact, `joinguard_core::kubeadm::flags::join_flags`, for each
 //! supported kubeadm version: a flag added there is fed here without touching this file.
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use joinguard::kubeadm::flags::{self, KubeadmFlag, ValueKind};
-use joinguard::kubeadm::{KubeadmVersion, SUPPORTED_VERSIONS};
+use joinguard_core::kubeadm::flags::{self, KubeadmFlag, ValueKind};
+use joinguard_core::kubeadm::{KubeadmVersion, SUPPORTED_VERSIONS};
 use netlab::apiserver::fixture::{self, Fixture, FixtureOptions};
 use netlab::apiserver::{ApiServer, ApiServerOptions};
 use netlab::etcd::{EtcdCluster, EtcdSpec};

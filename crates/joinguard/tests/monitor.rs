@@ -783,7 +783,7 @@ fn deploy_manifests_pass_kubectl_dry_run_and_schema() {
         let cm = docs.iter().find(|d| kind_of(d) == "ConfigMap").unwrap();
         let cfg = cm["data"]["monitor.yaml"].as_str().unwrap();
         let pod_env = |k: &str| (k == "POD_NAME").then(|| "joinguard-fleet-monitor-1".to_string());
-        if let Err(e) = joinguard::monitor::MonitorConfig::parse(cfg, file, &pod_env) {
+        if let Err(e) = joinguard_core::monitor::MonitorConfig::parse(cfg, file, &pod_env) {
             panic!("{file}: monitor.yaml in the ConfigMap: {e}");
         }
         if kind_of(workload) == "DaemonSet" {

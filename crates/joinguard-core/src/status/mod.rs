@@ -23,15 +23,13 @@ use tokio::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::check::exit;
-use crate::cli::{Output, UpdateStatusArgs};
 use crate::joinconfig::{JoinConfig, DEFAULT_BIND_PORT};
 use crate::kube::ApiClient;
-use crate::output;
 use crate::retry::{
     self, ApiCallError, ApiError, Budgets, Changed, NotFound, Recorder, RetryError, RetryPolicy,
     WakeOnConnect,
 };
+use crate::spec::StatusSpec;
 
 pub use report::{render_json, render_text, OpResult, StatusReport};
 
@@ -221,49 +219,12 @@ pub async fn update_status(input: &StatusInput, recorder: &Recorder) -> Run {
     }
 }
 
-/// Entry point of `joinguard update-status`: returns the process exit code.
-pub fn run_cli(args: UpdateStatusArgs) -> u8 {
-    let input = match StatusInput::from_args(&args) {
-        Ok(i) => i,
-        Err(e) => {
-            output::say(&format!("joinguard update-status: {e}"));
-            return exit::INVALID_INPUT;
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            output::say(&format!(
-                "joinguard update-status: cannot start the runtime: {e}"
-            ));
-            return exit::UNFIT;
-        }
-    };
-    let recorder = Recorder::new();
-    let run = rt.block_on(update_status(&input, &recorder));
-    if let Some(e) = &run.input_error {
-        output::say(&format!("joinguard update-status: {e}"));
-        return exit::INVALID_INPUT;
-    }
-    let report = StatusReport::new(
-        input.client.server(),
-        input.node_name.clone(),
-        &run,
-        &recorder,
-    );
-    output::stdout(&match args.output {
-        Output::Text => render_text(&report),
-        Output::Json => render_json(&report),
-    });
-    report.exit_code()
-}
-
 impl StatusInput {
     /// Validates the flags (and the files they name) into an input. Every error names its flag.
-    pub fn from_args(a: &UpdateStatusArgs) -> Result<StatusInput, String> {
+    pub fn from_args(
+        a: &StatusSpec,
+        notes: &dyn crate::notes::Notes,
+    ) -> Result<StatusInput, String> {
         let mut node_name = a.node_name.clone();
         let mut advertise_address = a.apiserver_advertise_address;
         let mut bind_port = a.apiserver_bind_port;
@@ -282,7 +243,7 @@ impl StatusInput {
             }
             let c = JoinConfig::load(path).map_err(|e| e.to_string())?;
             for w in &c.warnings {
-                output::say(&format!(
+                notes.note(&format!(
                     "[update-status] WARNING: --config {}: {w}",
                     path.display()
                 ));

@@ -2,7 +2,7 @@
 //! names it) and validated into a [`MonitorConfig`] before anything is probed (exit 2).
 //!
 //! The `cluster` section takes preflight's inputs under their flag names (camelCase), and is
-//! turned into [`PreflightArgs`] so both commands resolve targets, discovery and TLS the same way.
+//! turned into [`PreflightSpec`] so both commands resolve targets, discovery and TLS the same way.
 //! This module reads only the config file; it does no network I/O.
 
 use std::net::SocketAddr;
@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::cli::{parse_duration, Output, PreflightArgs};
+use crate::duration::parse_duration;
+use crate::spec::{Output, PreflightSpec};
 use crate::target::{Target, TargetKind};
 
 /// Prometheus-friendly defaults: a 10 s interval gives 6 samples a minute per (target, probe),
@@ -145,7 +146,7 @@ pub struct MonitorConfig {
     pub listen: Option<SocketAddr>,
     pub targets: Vec<StaticTarget>,
     /// preflight's inputs for the cluster section, ready for `preflight::resolve_input`.
-    pub cluster: Option<PreflightArgs>,
+    pub cluster: Option<PreflightSpec>,
     pub shard: Shard,
 }
 
@@ -381,7 +382,7 @@ pub fn ordinal(pod: &str) -> Option<u32> {
 fn cluster_args(
     c: RawCluster,
     field: &dyn Fn(&str, String) -> ConfigError,
-) -> Result<PreflightArgs, ConfigError> {
+) -> Result<PreflightSpec, ConfigError> {
     let dur = |name: &str, v: &Option<String>, default: Duration| match v {
         None => Ok(default),
         Some(s) => parse_duration(s).map_err(|e| field(name, e)),
@@ -411,7 +412,7 @@ fn cluster_args(
             given.push(flag.to_string());
         }
     }
-    Ok(PreflightArgs {
+    Ok(PreflightSpec {
         // The monitor watches the paths of a control-plane join (a joinConfig decides itself).
         control_plane: true,
         apiserver_advertise_address: None,

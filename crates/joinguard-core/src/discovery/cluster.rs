@@ -694,7 +694,7 @@ mod tests {
 
         let encrypted = std::fs::read(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/keys/encrypted-pkcs8.pem"),
+                .join("../joinguard/tests/data/keys/encrypted-pkcs8.pem"),
         )
         .unwrap();
         let mut bad = all.clone();

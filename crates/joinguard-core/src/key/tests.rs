@@ -4,7 +4,7 @@ use netlab::pki::{KeyAlgorithm as LabAlg, KeyEncoding as LabEnc, KeyProfile, Tes
 /// A fixture made by the real openssl (`tests/data/keys/make.sh`).
 fn fixture(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/keys")
+        .join("../joinguard/tests/data/keys")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::check::{CheckNameError, IgnoreList, Thresholds};
-use crate::cli::{Output, PreflightArgs};
 use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, TlsFlag};
+use crate::spec::{Output, PreflightSpec};
 use crate::target::{Target, TargetKind};
 
 /// A flag whose value cannot be used.
@@ -56,7 +56,7 @@ pub struct PreflightInput {
 
 impl PreflightInput {
     /// Validates the flags of `joinguard preflight`.
-    pub fn from_args(a: &PreflightArgs) -> Result<PreflightInput, InputError> {
+    pub fn from_args(a: &PreflightSpec) -> Result<PreflightInput, InputError> {
         let api_ca = load_ca(TlsFlag::ApiserverCacert, a.apiserver_cacert.as_deref())?;
         let api = a
             .api_server_endpoint

@@ -23,9 +23,9 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::check::{exit, CheckResult, Checker, Status, CLUSTER_TARGET};
-use crate::cli::MonitorArgs;
-use crate::output;
+use crate::check::{CheckResult, Checker, Status, CLUSTER_TARGET};
+use crate::failure::Stopped;
+use crate::notes::Notes;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberInfo};
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
@@ -105,48 +105,6 @@ impl ClusterTls {
     }
 }
 
-/// Entry point of `joinguard monitor`: returns the exit code (it runs until SIGTERM/SIGINT).
-pub fn run_cli(args: MonitorArgs) -> u8 {
-    let config = match MonitorConfig::load(&args.config, &|k| std::env::var(k).ok()) {
-        Ok(c) => c,
-        Err(e) => {
-            output::say(&format!("joinguard monitor: --config {e}"));
-            return exit::INVALID_INPUT;
-        }
-    };
-    let listen = match (args.listen, config.listen) {
-        (Some(l), _) | (None, Some(l)) => l,
-        (None, None) => DEFAULT_LISTEN
-            .parse()
-            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 9810))),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            output::say(&format!("joinguard monitor: cannot start the runtime: {e}"));
-            return exit::UNFIT;
-        }
-    };
-    rt.block_on(async move {
-        match start(config, listen).await {
-            Ok(m) => {
-                wait_for_signal().await;
-                info!("shutting down");
-                m.stop();
-                exit::FIT
-            }
-            Err((code, msg)) => {
-                output::say(&format!("joinguard monitor: {msg}"));
-                code
-            }
-        }
-    })
-}
-
 /// A running monitor.
 #[derive(Debug)]
 pub struct Monitor {
@@ -174,16 +132,20 @@ impl Monitor {
 
 /// Resolves the targets, starts the probes, the evaluator, the MemberList refresher and the HTTP
 /// server. Errors carry the exit code.
-pub async fn start(mut config: MonitorConfig, listen: SocketAddr) -> Result<Monitor, (u8, String)> {
+pub async fn start(
+    mut config: MonitorConfig,
+    listen: SocketAddr,
+    notes: &dyn Notes,
+) -> Result<Monitor, Stopped> {
     let recorder = Recorder::new();
     let mut planned: Vec<Planned> = Vec::new();
     for s in &config.targets {
         let how = match (&s.cacert, s.target.kind) {
             (Some(path), TargetKind::ApiServer) => {
                 let ca = CaBundle::load(TlsFlag::ApiserverCacert, path)
-                    .map_err(|e| (exit::INVALID_INPUT, format!("targets `{}`: {e}", s.name)))?;
+                    .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
                 let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
-                    .map_err(|e| (exit::INVALID_INPUT, format!("targets `{}`: {e}", s.name)))?;
+                    .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
                 How::ApiReadyz(Arc::new(tls))
             }
             _ => How::Tcp,
@@ -203,27 +165,27 @@ pub async fn start(mut config: MonitorConfig, listen: SocketAddr) -> Result<Moni
     // Targets MemberList does not change: the static list and the cluster's API endpoint.
     let mut fixed: Vec<Planned> = planned.clone();
     if let Some(args) = config.cluster.take() {
-        let input = crate::preflight::resolve_input(args, &recorder)
+        let input = crate::discovery::join::resolve_input(args, &recorder, notes)
             .await
-            .map_err(|(code, e)| (code, format!("cluster: {e}")))?;
+            .map_err(|e| e.context("cluster: "))?;
         thresholds = input.thresholds.clone();
         ignore = input.ignore.clone();
         etcd_identity = input.etcd_identity.is_some() || input.etcd_clients.is_empty();
         if let Some(ca) = &input.etcd_ca {
             if let Some(id) = &input.etcd_identity {
                 cluster_tls.etcd = Some(Arc::new(
-                    EtcdTls::new(ca, Some(id)).map_err(|e| (exit::INVALID_INPUT, e.to_string()))?,
+                    EtcdTls::new(ca, Some(id)).map_err(|e| Stopped::Invalid(e.to_string()))?,
                 ));
                 cluster_tls.peer = Some(Arc::new(
                     TlsClient::new(ca, Some(id), &[ALPN_HTTP1])
-                        .map_err(|e| (exit::INVALID_INPUT, e.to_string()))?,
+                        .map_err(|e| Stopped::Invalid(e.to_string()))?,
                 ));
             }
         }
         if let Some(ca) = &input.api_ca {
             cluster_tls.api = Some(Arc::new(
                 TlsClient::new(ca, None, &[ALPN_HTTP1])
-                    .map_err(|e| (exit::INVALID_INPUT, e.to_string()))?,
+                    .map_err(|e| Stopped::Invalid(e.to_string()))?,
             ));
         }
         if let Some(t) = &input.api {
@@ -245,10 +207,9 @@ pub async fn start(mut config: MonitorConfig, listen: SocketAddr) -> Result<Moni
     }
 
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
-        (
-            exit::INVALID_INPUT,
-            format!("--listen {listen}: cannot listen ({e}); pick a free address"),
-        )
+        Stopped::Invalid(format!(
+            "--listen {listen}: cannot listen ({e}); pick a free address"
+        ))
     })?;
     let addr = listener.local_addr().unwrap_or(listen);
 
@@ -276,7 +237,7 @@ pub async fn start(mut config: MonitorConfig, listen: SocketAddr) -> Result<Moni
         )));
     }
     info!(%addr, "serving /metrics, /healthz and /readyz");
-    output::say(&format!(
+    notes.note(&format!(
         "[monitor] probing {} targets every {}; metrics on http://{addr}/metrics",
         shared.running.lock().map(|r| r.len()).unwrap_or(0),
         humantime::format_duration(shared.config.interval)
@@ -557,7 +518,8 @@ async fn list_members(
     }
 }
 
-async fn wait_for_signal() {
+/// Returns on SIGTERM or SIGINT (how a DaemonSet or a terminal stops the monitor).
+pub async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,

@@ -40,7 +40,7 @@ fn traced(name: CheckName) -> bool {
 
 /// Traces the hosts of the failed latency and loss checks of `report` within `left`, and adds the
 /// traces (or a note saying why there are none) to it.
-pub async fn attach(report: &mut Report, left: Duration) {
+pub async fn attach(report: &mut Report, left: Duration, notes: &dyn crate::notes::Notes) {
     // One trace per host, to the port of its first failing check (checks are in target order).
     let mut plan: Vec<(String, String, u16, Vec<CheckName>)> = Vec::new();
     for c in report
@@ -97,7 +97,7 @@ pub async fn attach(report: &mut Report, left: Duration) {
             )
         })
         .collect();
-    crate::output::say(&format!(
+    notes.note(&format!(
         "[preflight] Tracing the path to {} with TCP SYNs, {cycles} cycles (about {:.1}s)",
         hosts.join(", "),
         (INTERVAL * (cycles - 1) + INTERVAL).as_secs_f64()

@@ -21,6 +21,8 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 pub mod cluster;
+pub mod input;
+pub mod join;
 
 use crate::kube::ApiClient;
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};

@@ -1,27 +1,6 @@
-//! The one printer. Everything joinguard shows a user on stdout goes through here, so a stray
-//! print cannot corrupt `-o json`; diagnostics go to stderr through `tracing` or [`say`].
+//! `joinguard version`: the build information fixed at build time (see build.rs).
 
-use std::io::Write;
-
-/// Writes `text` to stdout. A closed pipe (`joinguard ... | head`) is not an error worth a panic.
-pub fn stdout(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-}
-
-/// A progress or error line for a human, on stderr.
-pub fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
-}
-
-/// Writes raw bytes to stdout (completion scripts, man pages), like [`stdout`].
-pub fn stdout_bytes(bytes: &[u8]) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(bytes);
-    let _ = out.flush();
-}
+use crate::commands as output;
 
 /// What `joinguard version` reports, fixed at build time (see build.rs).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -55,11 +34,11 @@ pub fn build_info() -> BuildInfo {
 pub fn print_version(args: crate::cli::VersionArgs) -> u8 {
     let b = build_info();
     match args.output {
-        crate::cli::Output::Json => stdout(&format!(
+        crate::cli::Output::Json => output::stdout(&format!(
             "{}\n",
             serde_json::to_string_pretty(&b).unwrap_or_default()
         )),
-        crate::cli::Output::Text => stdout(&format!(
+        crate::cli::Output::Text => output::stdout(&format!(
             "joinguard {} (commit {}, {}, {}, {} build, {})\n",
             b.version,
             b.git_commit,
@@ -70,13 +49,4 @@ pub fn print_version(args: crate::cli::VersionArgs) -> u8 {
         )),
     }
     0
-}
-
-/// A planned command that is not built yet: say so, exit 2 (invalid input, nothing was done).
-pub fn unbuilt(name: &str) -> u8 {
-    say(&format!(
-        "joinguard {name}: not built yet in this version. Planned: see `joinguard --help` and the \
-         project's issue tracker. Nothing was done."
-    ));
-    2
 }

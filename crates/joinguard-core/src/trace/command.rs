@@ -1,71 +1,15 @@
-//! `joinguard trace`: validates the flags (exit 2 naming the flag), resolves the target, runs
-//! the tracer and prints its report through the one printer.
+//! `joinguard trace`'s inputs: validates the request (its errors name the flag, exit 2) and
+//! resolves the target into a [`TraceSpec`]. The binary runs the tracer and prints.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use crate::check::exit;
-use crate::cli::{Output, TraceArgs};
-use crate::output;
+use crate::spec::TraceRequest;
 
-use super::report::{render_json, render_text, TracedPath};
-use super::{trace, TraceError, TraceProtocol, TraceSpec};
-
-/// Entry point of `joinguard trace`: returns the process exit code.
-pub fn run_cli(args: TraceArgs) -> u8 {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            output::say(&format!("joinguard trace: cannot start the runtime: {e}"));
-            return exit::UNFIT;
-        }
-    };
-    let spec = match rt.block_on(spec_from_args(&args)) {
-        Ok(s) => s,
-        Err(e) => {
-            output::say(&format!("joinguard trace: {e}"));
-            return exit::INVALID_INPUT;
-        }
-    };
-    output::say(&format!(
-        "[trace] tracing {} with {} probes{}: {} cycles {} apart, up to {} hops (ends within {})",
-        spec.target,
-        spec.protocol.as_str(),
-        spec.port.map_or(String::new(), |p| format!(" to port {p}")),
-        spec.cycles,
-        humantime::format_duration(spec.interval),
-        spec.max_hops,
-        humantime::format_duration(spec.timeout)
-    ));
-    match rt.block_on(trace(&spec)) {
-        Ok(t) => {
-            let p = TracedPath::new(t);
-            let mut buf = Vec::new();
-            let res = match args.output {
-                Output::Text => render_text(&p, "[trace]", &mut buf),
-                Output::Json => render_json(&p, &mut buf),
-            };
-            if res.is_ok() {
-                output::stdout(&String::from_utf8_lossy(&buf));
-            }
-            p.exit_code()
-        }
-        Err(e @ (TraceError::NoPrivilege(_) | TraceError::Unsupported(_))) => {
-            output::say(&format!("joinguard trace: {e}"));
-            exit::INVALID_INPUT
-        }
-        Err(e) => {
-            output::say(&format!("joinguard trace: {e}"));
-            exit::UNFIT
-        }
-    }
-}
+use super::{TraceError, TraceProtocol, TraceSpec};
 
 /// Validated flags. Every error names the flag or argument it is about.
-pub async fn spec_from_args(a: &TraceArgs) -> Result<TraceSpec, String> {
+pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
     let (host, port_in_target) = split_target(&a.target)?;
     let port = match (a.port, port_in_target) {
         (Some(p), Some(q)) if p != q => {

@@ -1,106 +1,43 @@
-//! `joinguard preflight`: decides whether this node's network can carry a control-plane join.
-//!
-//! Flow (DESIGN section 3): flags -> [`input`] (validated targets and TLS material) -> [`run`]
-//! (the paced, adaptive sampler) -> `stats` -> `check` -> `report`. With `--wait`, the whole
-//! check is repeated on the retry layer's schedule until fit or until the wait ends.
-//!
-//! This module wires the stages together and maps outcomes to exit codes; it neither probes nor
-//! formats by itself.
-
-pub mod input;
-pub mod run;
-pub mod traces;
+//! The join's inputs, shared by `preflight` and `monitor`: the kubeadm join line (flags or
+//! `--config` under kubeadm's mixing rule, `--token`, `--control-plane`, `--discovery-file`,
+//! this node's advertise address), the validated targets and TLS material ([`super::input`]),
+//! and token discovery (cluster-info, kubeadm-config, kubeadm-certs) filling in what the flags
+//! left open. Moved here from `preflight` so that the monitor needs no command to read its
+//! `cluster:` section. Progress lines go to the caller's [`Notes`]; nothing here probes or
+//! judges.
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
-use crate::cli::{Output, PreflightArgs};
-use crate::discovery::cluster::{self, ClusterFacts, EtcdMaterial};
-use crate::discovery::{self, BootstrapToken, CaTrust, DiscoveryError};
+use super::cluster::{self, ClusterFacts, EtcdMaterial};
+use super::{BootstrapToken, CaTrust, DiscoveryError};
+use crate::failure::Stopped;
 use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
 use crate::kubeadm;
-use crate::output;
+use crate::notes::Notes;
 use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
-use crate::report::{render_json, render_text, Report};
-use crate::retry::{wait_until, Backoff};
 use crate::retry::{Recorder, RetryPolicy};
-use crate::sampling::SamplingPolicy;
-use crate::stats::Summary;
+use crate::spec::PreflightSpec;
 use crate::target::TargetKind;
 
-pub use input::{InputError, PreflightInput};
-pub use run::Observations;
-
-/// The result of one check run.
-#[derive(Debug)]
-pub enum Outcome {
-    /// A report with a verdict.
-    Report(Box<Report>),
-    /// A certificate did not verify against the given CA: never retried, never downgraded.
-    Trust(String),
-}
-
-impl Outcome {
-    /// The exit code this outcome maps to.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Outcome::Report(r) => r.exit_code(),
-            Outcome::Trust(_) => exit::TRUST_FAILURE,
-        }
-    }
-}
-
-/// Entry point of `joinguard preflight`: returns the process exit code.
-pub fn run_cli(args: PreflightArgs) -> u8 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            output::say(&format!(
-                "joinguard preflight: cannot start the runtime: {e}"
-            ));
-            return exit::UNFIT;
-        }
-    };
-    let started = std::time::Instant::now();
-    let mut input = match rt.block_on(resolve_input(args, &Recorder::new())) {
-        Ok(i) => i,
-        Err((code, e)) => {
-            output::say(&format!("joinguard preflight: {e}"));
-            return code;
-        }
-    };
-    if input.wait.is_none() {
-        // --timeout bounds the whole run: discovery took its share of it already.
-        input.timeout = input
-            .timeout
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_millis(500));
-    }
-    let outcome = rt.block_on(preflight(&input));
-    print_outcome(&input, &outcome);
-    outcome.exit_code()
-}
+use super::input::{self, PreflightInput};
 
 /// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
 /// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
 /// (cluster-info, kubeadm-config, kubeadm-certs) when a token is given. `joinguard monitor`
-/// reuses it, so both commands accept the same inputs. Errors carry the exit code (2 invalid
-/// input, 3 trust failure, 1 discovery failed) and the message.
+/// reuses it, so both commands accept the same inputs. Errors say why it stopped (invalid
+/// input, trust failure, discovery failed) with the message; progress lines go to `notes`.
 pub async fn resolve_input(
-    mut args: PreflightArgs,
+    mut args: PreflightSpec,
     recorder: &Recorder,
-) -> Result<PreflightInput, (u8, String)> {
-    let line = kubeadm_join_line(&mut args).map_err(|e| (exit::INVALID_INPUT, e))?;
-    let discovery = DiscoveryInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e))?;
+    notes: &dyn Notes,
+) -> Result<PreflightInput, Stopped> {
+    let line = kubeadm_join_line(&mut args, notes).map_err(Stopped::Invalid)?;
+    let discovery = DiscoveryInput::from_args(&args).map_err(Stopped::Invalid)?;
     let mut input =
-        PreflightInput::from_args(&args).map_err(|e| (exit::INVALID_INPUT, e.to_string()))?;
+        PreflightInput::from_args(&args).map_err(|e| Stopped::Invalid(e.to_string()))?;
     if let Some(ca) = line.file_ca {
         input.api_ca = Some(ca);
     }
@@ -118,17 +55,17 @@ pub async fn resolve_input(
             Some(t) => input.timeout.min(t),
             None => input.timeout,
         };
-        match d.run(budget, recorder).await {
+        match d.run(budget, recorder, notes).await {
             Ok(found) => found
-                .apply(&mut input, &args, want_etcd)
-                .map_err(|e| (exit::INVALID_INPUT, e))?,
+                .apply(&mut input, &args, want_etcd, notes)
+                .map_err(Stopped::Invalid)?,
             Err(e) => {
-                let code = match e {
-                    DiscoveryError::Trust(_) => exit::TRUST_FAILURE,
-                    DiscoveryError::Input(_) => exit::INVALID_INPUT,
-                    DiscoveryError::Failed(_) => exit::UNFIT,
-                };
-                return Err((code, e.to_string()));
+                let message = e.to_string();
+                return Err(match e {
+                    DiscoveryError::Trust(_) => Stopped::Trust(message),
+                    DiscoveryError::Input(_) => Stopped::Invalid(message),
+                    DiscoveryError::Failed(_) => Stopped::Failed(message),
+                });
             }
         }
     }
@@ -149,7 +86,7 @@ struct JoinLine {
 }
 
 /// The kubeadm flags among the given ones, as kubeadm spells them.
-fn kubeadm_flags_given(a: &PreflightArgs) -> Vec<String> {
+fn kubeadm_flags_given(a: &PreflightSpec) -> Vec<String> {
     a.given
         .iter()
         .filter(|f| kubeadm::flags::lookup(f).is_some())
@@ -161,7 +98,7 @@ fn kubeadm_flags_given(a: &PreflightArgs) -> Vec<String> {
 /// (`ValidateMixedArguments`), the file's fields, `--token` as the default discovery and TLS
 /// bootstrap token, `--control-plane` (worker join without it), `--discovery-file`, and this
 /// node's advertise address (`newJoinData` in kubeadm's `cmd/join.go`).
-fn kubeadm_join_line(a: &mut PreflightArgs) -> Result<JoinLine, String> {
+fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine, String> {
     let given = kubeadm_flags_given(a);
     if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
         return Err(e);
@@ -172,7 +109,7 @@ fn kubeadm_join_line(a: &mut PreflightArgs) -> Result<JoinLine, String> {
         .map(|f| format!("--{f}"))
         .collect();
     if !unused.is_empty() && crate::logging::verbosity() >= 1 {
-        output::say(&format!(
+        sink.note(&format!(
             "[preflight] kubeadm flags accepted, not used by joinguard: {}",
             unused.join(", ")
         ));
@@ -206,7 +143,7 @@ fn kubeadm_join_line(a: &mut PreflightArgs) -> Result<JoinLine, String> {
         }
         let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
         for w in &c.warnings {
-            output::say(&format!(
+            sink.note(&format!(
                 "[preflight] WARNING: --config {}: {w}",
                 path.display()
             ));
@@ -344,14 +281,14 @@ struct DiscoveryInput {
 }
 
 /// What discovery adds to the flags.
-struct Discovered {
+struct Found {
     api_ca: CaBundle,
     facts: ClusterFacts,
     etcd: Option<EtcdMaterial>,
 }
 
 impl DiscoveryInput {
-    fn from_args(a: &PreflightArgs) -> Result<Option<DiscoveryInput>, String> {
+    fn from_args(a: &PreflightSpec) -> Result<Option<DiscoveryInput>, String> {
         let Some(token) = &a.token else {
             let orphan = if a.certificate_key.is_some() {
                 Some("--certificate-key")
@@ -380,7 +317,7 @@ impl DiscoveryInput {
             CaTrust::Pins(
                 a.discovery_token_ca_cert_hash
                     .iter()
-                    .map(|p| discovery::parse_pin(p))
+                    .map(|p| super::parse_pin(p))
                     .collect::<Result<_, _>>()
                     .map_err(|e| format!("--discovery-token-ca-cert-hash {e}"))?,
             )
@@ -432,24 +369,25 @@ impl DiscoveryInput {
         &self,
         timeout: Duration,
         recorder: &Recorder,
-    ) -> Result<Discovered, DiscoveryError> {
+        notes: &dyn Notes,
+    ) -> Result<Found, DiscoveryError> {
         let deadline = tokio::time::Instant::now() + timeout;
-        output::say(&format!(
+        notes.note(&format!(
             "[preflight] Discovering the cluster CA from {} (token id {})",
             self.endpoint,
             self.token.id()
         ));
-        let policy = discovery::policy(Some(deadline));
-        let d = discovery::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder)
-            .await?;
+        let policy = super::policy(Some(deadline));
+        let d =
+            super::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder).await?;
         if d.ca_unverified {
-            output::say(
+            notes.note(
                 "[preflight] WARNING: the cluster CA was not verified against a pin \
                  (--discovery-token-unsafe-skip-ca-verification): an attacker in the path could \
                  have supplied it",
             );
         } else {
-            output::say("[preflight] The cluster CA matches the pin and signed cluster-info");
+            notes.note("[preflight] The cluster CA matches the pin and signed cluster-info");
         }
         let unusable =
             |e: String| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}"));
@@ -500,14 +438,14 @@ impl DiscoveryInput {
                 .unwrap_or_default()
         };
         if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
-            output::say(&format!(
+            notes.note(&format!(
                 "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
                  (valid 1h{})",
                 m.source,
                 ca_key(m)
             ));
         } else if let Some(m) = &etcd {
-            output::say(&if m.minted {
+            notes.note(&if m.minted {
                 format!(
                     "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client \
                      certificate from the etcd CA (valid 1h{})",
@@ -518,7 +456,7 @@ impl DiscoveryInput {
                     .to_string()
             });
         }
-        Ok(Discovered {
+        Ok(Found {
             api_ca,
             facts,
             etcd,
@@ -526,15 +464,16 @@ impl DiscoveryInput {
     }
 }
 
-impl Discovered {
+impl Found {
     /// Fills in what the flags left open: the API CA, etcd endpoints (external etcd, or the
     /// ClusterStatus addresses on :2379), the etcd identity, and etcd's timing when the flags are
     /// at their defaults.
     fn apply(
         self,
         input: &mut PreflightInput,
-        args: &PreflightArgs,
+        args: &PreflightSpec,
         want_etcd: bool,
+        notes: &dyn Notes,
     ) -> Result<(), String> {
         input.api_ca = Some(self.api_ca);
         // A worker join does not touch etcd: its members are looked up only for a control-plane
@@ -570,12 +509,12 @@ impl Discovered {
                 } else {
                     "the etcd pods"
                 };
-                output::say(&format!(
+                notes.note(&format!(
                     "[preflight] etcd endpoints from {source}: {}",
                     candidates.join(",")
                 ));
             } else if self.etcd.is_some() {
-                output::say(
+                notes.note(
                     "[preflight] found no etcd endpoint (no external etcd, no ClusterStatus, no \
                      annotated etcd pod): give --etcd-endpoints for one or more members; the \
                      others come from MemberList",
@@ -604,7 +543,7 @@ impl Discovered {
                 input.heartbeat = hb;
                 input.election = el;
                 input.thresholds = crate::check::Thresholds::from_etcd_timing(hb, el);
-                output::say(&format!(
+                notes.note(&format!(
                     "[preflight] etcd timing from kubeadm-config: heartbeat {} ms, election {} ms",
                     hb.as_millis(),
                     el.as_millis()
@@ -615,240 +554,5 @@ impl Discovered {
             }
         }
         Ok(())
-    }
-}
-
-/// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets
-/// that failed a latency or loss check, within what is left of the last run's `--timeout`.
-pub async fn preflight(input: &PreflightInput) -> Outcome {
-    let mut outcome = check_until_done(input).await;
-    if let Outcome::Report(r) = &mut outcome {
-        let left = input
-            .timeout
-            .saturating_sub(Duration::from_millis(r.duration_ms));
-        traces::attach(r, left).await;
-    }
-    outcome
-}
-
-async fn check_until_done(input: &PreflightInput) -> Outcome {
-    let Some(wait) = input.wait else {
-        return check_once(input, input.timeout).await;
-    };
-    let deadline = Instant::now() + wait;
-    let text = input.output == Output::Text;
-    let waited = wait_until(
-        &Backoff::PREFLIGHT_WAIT,
-        deadline.into(),
-        |_attempt| async move {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match check_once(
-                input,
-                input.timeout.min(left.max(Duration::from_millis(500))),
-            )
-            .await
-            {
-                // A trust failure ends the wait: waiting cannot fix a wrong CA.
-                o @ Outcome::Trust(_) => Ok(o),
-                Outcome::Report(r) if r.exit_code() == exit::FIT => Ok(Outcome::Report(r)),
-                Outcome::Report(r) => Err(r),
-            }
-        },
-        |p| {
-            let errors: Vec<String> = p
-                .not_yet
-                .checks
-                .iter()
-                .filter(|c| c.status == Status::Error)
-                .map(|c| format!("{} {}", c.name, c.target))
-                .collect();
-            let next = match p.next_in {
-                Some(d) => format!("checking again in {:.1}s", d.as_secs_f64()),
-                None => "no time left for another check".to_string(),
-            };
-            if text || !errors.is_empty() {
-                output::say(&format!(
-                    "[preflight] check {} after {:.1}s: not fit ({}); {next} (--wait {})",
-                    p.attempt,
-                    p.elapsed.as_secs_f64(),
-                    errors.join(", "),
-                    humantime::format_duration(wait)
-                ));
-            }
-        },
-    )
-    .await;
-    match waited {
-        Ok(o) => o,
-        Err(timed_out) => match timed_out.last {
-            Some(r) => {
-                output::say(&format!(
-                    "[preflight] still not fit after waiting {:.1}s ({} checks); giving up",
-                    timed_out.elapsed.as_secs_f64(),
-                    timed_out.checks
-                ));
-                Outcome::Report(r)
-            }
-            // The deadline cut the only check off: run one final short check for a verdict.
-            None => check_once(input, Duration::from_secs(2)).await,
-        },
-    }
-}
-
-/// One check run, bounded by `budget`.
-pub async fn check_once(input: &PreflightInput, budget: Duration) -> Outcome {
-    let started = Instant::now();
-    let obs = run::observe(input, SamplingPolicy::default(), budget).await;
-    if let Some(t) = &obs.trust_failure {
-        return Outcome::Trust(t.clone());
-    }
-    Outcome::Report(Box::new(evaluate(input, obs, started.elapsed())))
-}
-
-/// Judges what a run saw.
-pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Report {
-    let summaries: Vec<Summary> = obs
-        .series
-        .iter()
-        .map(|s| Summary::from_samples(&s.target, s.probe, &s.samples))
-        .collect();
-    let checker = Checker::new(input.thresholds.clone(), input.ignore.clone());
-    let mut checks = checker.evaluate_summaries(&summaries);
-
-    // Where a host has an ICMP loss stream, that stream alone judges its packet loss: the
-    // other probes of that host would judge the same path again, on far fewer samples.
-    let host_of = |endpoint: &str| -> Option<IpAddr> {
-        let host = endpoint.rsplit_once(':').map(|(h, _)| h)?;
-        host.trim_matches(|c| c == '[' || c == ']').parse().ok()
-    };
-    let icmp_hosts: Vec<IpAddr> = obs
-        .icmp_endpoints
-        .iter()
-        .filter_map(|e| host_of(e))
-        .collect();
-    checks.retain(|c| {
-        c.name != CheckName::PacketLoss
-            || obs.icmp_endpoints.contains(&c.target)
-            || !host_of(&c.target).is_some_and(|h| icmp_hosts.contains(&h))
-    });
-
-    if !obs.members.is_empty() {
-        checks.extend(checker.etcd_health(&obs.members));
-    }
-    for (target, skew) in &obs.skews {
-        checks.push(checker.clock_skew(target, *skew));
-    }
-    if !input.etcd_clients.is_empty() {
-        checks.push(checker.etcd_identity(input.etcd_identity.is_some()));
-    }
-    let mut notes = input.notes.clone();
-    notes.extend(obs.notes.iter().cloned());
-    if let Some(addr) = input.advertise_address {
-        notes.extend(source_address_notes(addr, &summaries));
-    }
-    if let Some((target, db_size, result)) = &obs.snapshot {
-        match result {
-            Ok(p) => checks.push(checker.snapshot_transfer(target, *db_size, p.bytes_per_second())),
-            Err(e) => notes.push(format!("{target}: the bandwidth probe failed: {e}")),
-        }
-    }
-    for (target, e) in &obs.write_failures {
-        checks.push(CheckResult {
-            name: CheckName::EtcdHealth,
-            target: target.endpoint.clone(),
-            status: Status::Error,
-            message: format!(
-                "{target}: the write probe failed: {e}; a join writes to etcd (member add, \
-                 learner promotion), so it would fail the same way"
-            ),
-            measured: None,
-            threshold: None,
-        });
-    }
-    if checks.is_empty() {
-        checks.push(CheckResult {
-            name: CheckName::EtcdHealth,
-            target: CLUSTER_TARGET.to_string(),
-            status: Status::Error,
-            message: "nothing could be measured before --timeout ended; give the run more time"
-                .to_string(),
-            measured: None,
-            threshold: None,
-        });
-    }
-    let checks = checker.finish(checks);
-    let mut report = Report::new(&summaries, checks, notes, took);
-    report.ignored_all = input.ignore.is_all();
-    report.worker_join = !input.control_plane
-        && input.etcd_clients.is_empty()
-        && input.etcd_peers.is_empty()
-        && input.etcd_identity.is_none();
-    report
-}
-
-/// Where the kernel would send this node's etcd traffic from. etcd peers check a peer
-/// certificate's IP SANs against the address a connection comes from, and kubeadm puts the
-/// advertise address into the etcd peer certificate: a route that leaves from another address
-/// fails the member's TLS. A UDP `connect` picks the source without sending a packet.
-fn source_address_notes(advertise: IpAddr, summaries: &[Summary]) -> Vec<String> {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut out = Vec::new();
-    for s in summaries {
-        if !matches!(s.target.kind, TargetKind::EtcdPeer | TargetKind::EtcdClient) {
-            continue;
-        }
-        let Ok(ip) = s.target.host.parse::<IpAddr>() else {
-            continue;
-        };
-        if !seen.insert(ip) {
-            continue;
-        }
-        let unspecified: IpAddr = if ip.is_ipv4() {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        } else {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        };
-        let Ok(sock) = std::net::UdpSocket::bind((unspecified, 0)) else {
-            continue;
-        };
-        let source = sock
-            .connect((ip, s.target.port))
-            .and_then(|()| sock.local_addr())
-            .map(|a| a.ip());
-        if let Ok(src) = source {
-            if src != advertise {
-                out.push(format!(
-                    "the route to etcd member {ip} leaves from {src}, not from the advertise \
-                     address {advertise}: the new member's peer certificate carries \
-                     {advertise}, and its peers check the address a connection comes from"
-                ));
-            }
-        }
-    }
-    if out.is_empty() && !seen.is_empty() {
-        out.push(format!(
-            "this node's etcd traffic leaves from the advertise address {advertise} (the new \
-             member would advertise https://{advertise}:2380)"
-        ));
-    }
-    out
-}
-
-fn print_outcome(input: &PreflightInput, outcome: &Outcome) {
-    match outcome {
-        Outcome::Trust(msg) => output::say(&format!(
-            "[preflight] trust failure: {msg}\n[preflight] This is not retried: check that the CA \
-             file belongs to this cluster, or that nothing intercepts the connection."
-        )),
-        Outcome::Report(r) => {
-            let mut buf = Vec::new();
-            let res = match input.output {
-                Output::Text => render_text(r, &mut buf),
-                Output::Json => render_json(r, &mut buf),
-            };
-            if res.is_ok() {
-                output::stdout(&String::from_utf8_lossy(&buf));
-            }
-        }
     }
 }

@@ -32,28 +32,7 @@ use socket2::Protocol as SockProto;
 use packet::{ProbeId, Reply, ReplyKind};
 use socket::RawSocket;
 
-/// Which probes a trace sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum TraceProtocol {
-    /// ICMP echo requests (as `ping`, mtr's default).
-    Icmp,
-    /// UDP datagrams (as `traceroute`): to --port, or to 33434 and up.
-    Udp,
-    /// TCP SYNs to --port (as `mtr -T`, `tcptraceroute`): follows the path a connection to the
-    /// service takes through firewalls that treat ICMP differently. Never completes a handshake.
-    Tcp,
-}
-
-impl TraceProtocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceProtocol::Icmp => "icmp",
-            TraceProtocol::Udp => "udp",
-            TraceProtocol::Tcp => "tcp",
-        }
-    }
-}
+pub use crate::spec::TraceProtocol;
 
 /// First destination port of UDP probes without --port (traceroute's and mtr's base).
 pub const UDP_BASE_PORT: u16 = 33434;
