@@ -9,6 +9,7 @@
 use netlab::harness::EnvBuilder;
 
 mod preflight;
+mod schema;
 mod trace;
 
 /// The binary under test.

@@ -141,14 +141,15 @@ labtest!(
         let before = settled_proposals(fx.etcd());
         let (run, v) = fx.preflight_json(&[]);
         let after = proposals(fx.etcd());
+        crate::schema::assert_valid("preflight", &run);
         assert_eq!(run.code, 0, "{run}");
         assert_eq!(v["verdict"], "fit");
-        assert_eq!(v["schemaVersion"], 1);
+        assert_eq!(v["schemaVersion"], 2);
         for (m, truth) in fx.lab().hosts()[1..].iter().zip(truth) {
             let client = format!("{}:2379", m.addr());
             let icmp = measurement(&v, &client, "icmp-echo")
                 .unwrap_or_else(|| panic!("no icmp for {client}: {run}"));
-            let p50 = icmp["p50_ms"].as_f64().unwrap();
+            let p50 = icmp["p50Ms"].as_f64().unwrap();
             assert!(
                 (p50 - truth).abs() <= 0.5_f64.max(truth * 0.02),
                 "{client}: reported p50 {p50:.3} ms, fabric truth {truth:.3} ms"
@@ -192,6 +193,7 @@ labtest!(
         let (run, v) = fx.preflight_json(&[]);
         assert_eq!(run.code, 1, "{run}");
         assert_eq!(v["verdict"], "unfit");
+        crate::schema::assert_valid("preflight", &run);
         let slow_peer = format!("{}:2380", m2.addr());
         for c in checks(&v, "EtcdPeerLatency") {
             let want = if c["target"] == slow_peer.as_str() {

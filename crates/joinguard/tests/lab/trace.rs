@@ -103,9 +103,10 @@ fn three_hops_show_the_60ms_step_at_hop_2() {
     );
     assert_eq!(run.code, 0, "{run}");
     let v = run.json();
-    assert_eq!(v["schemaVersion"], 1);
+    assert_eq!(v["schemaVersion"], 2);
     assert_eq!(v["reached"], true);
     assert_eq!(v["finalReply"], "echo-reply");
+    crate::schema::assert_valid("trace", &run);
     let hops = v["hops"].as_array().expect("hops");
     assert_eq!(hops.len(), 3, "{run}");
     for (hop, host) in hops.iter().zip(["r1", "r2", "m1"]) {
@@ -281,6 +282,7 @@ fn etcd_tcp_trace_reaches_the_peer_port_of_a_real_member() {
     assert_eq!(v["protocol"], "tcp");
     assert_eq!(v["port"], 2380);
     assert_eq!(v["finalReply"], "syn-ack", "the peer port is open: {run}");
+    crate::schema::assert_valid("trace", &run);
     let hops = v["hops"].as_array().unwrap();
     assert_eq!(hops.len(), 3, "{run}");
     assert_eq!(hops[2]["address"], m1);
@@ -339,6 +341,7 @@ fn etcd_preflight_traces_a_failing_peer_and_names_the_hop() {
     };
 
     let run = preflight(&["-o", "json"]);
+    crate::schema::assert_valid("preflight", &run);
     assert_eq!(run.code, 1, "{run}");
     let v = run.json();
     let peer = format!("{}:2380", m1.addr());
