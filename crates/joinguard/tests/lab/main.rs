@@ -8,9 +8,12 @@
 
 use netlab::harness::EnvBuilder;
 
+mod discovery;
+mod monitor;
 mod preflight;
 mod schema;
 mod trace;
+mod update_status;
 
 /// The binary under test.
 pub const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
