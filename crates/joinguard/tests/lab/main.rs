@@ -9,6 +9,8 @@
 use netlab::harness::EnvBuilder;
 
 mod discovery;
+mod hostile;
+mod kubeadm_join;
 mod monitor;
 mod preflight;
 mod schema;
