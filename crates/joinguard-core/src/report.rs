@@ -17,7 +17,7 @@ use crate::target::TargetKind;
 use crate::trace::report::TracedPath;
 
 /// Version of the JSON shape. Bump on any incompatible change; adding keys is compatible.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole result of one preflight run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -68,9 +68,11 @@ pub struct Scope {
     pub etcd_peers: usize,
 }
 
-/// One row of the measurement table. The snake_case keys are part of the JSON contract
-/// (issue 3). Figures are `null` when every attempt failed.
+/// One row of the measurement table. Its keys are camelCase like the rest of the document
+/// (`minMs`, `p50Ms`, ...; snake_case until schema version 2). Figures are `null` when every
+/// attempt failed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Measurement {
     /// `host:port`, as in `checks[].target`.
     pub target: String,
@@ -454,7 +456,7 @@ mod tests {
                 "durationMs"
             ])
         );
-        assert_eq!(v["schemaVersion"], 1);
+        assert_eq!(v["schemaVersion"], 2);
         assert_eq!(v["verdict"], "unfit");
         assert_eq!(v["durationMs"], 1234);
 
@@ -491,27 +493,19 @@ mod tests {
         assert_eq!(
             keys,
             BTreeSet::from([
-                "target",
-                "probe",
-                "samples",
-                "lost",
-                "min_ms",
-                "p50_ms",
-                "p90_ms",
-                "p99_ms",
-                "max_ms",
-                "jitter_ms"
+                "target", "probe", "samples", "lost", "minMs", "p50Ms", "p90Ms", "p99Ms", "maxMs",
+                "jitterMs"
             ])
         );
         assert_eq!(m["target"], "198.18.0.10:6443");
         assert_eq!(m["probe"], "api-readyz");
         assert_eq!(m["samples"], 20);
         assert_eq!(m["lost"], 0);
-        assert_eq!(m["min_ms"], 6.0);
+        assert_eq!(m["minMs"], 6.0);
         // A target that never answered has null figures, not zeros.
         let dark = v["measurements"].as_array().unwrap().last().unwrap();
         assert_eq!(dark["lost"], 1);
-        assert!(dark["p50_ms"].is_null());
+        assert!(dark["p50Ms"].is_null());
     }
 
     #[test]

@@ -21,7 +21,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use netlab::apiserver::{ApiServer, ApiServerOptions};
-use netlab::etcd::{output_within, EtcdCluster, EtcdSpec};
+use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::process::output_within;
 use netlab::{Impairment, Lab};
 use serde_json::{json, Value};
 
@@ -118,7 +119,7 @@ fn p50(report: &Value, target: &str, probe: &str) -> f64 {
         .into_iter()
         .flatten()
         .find(|m| m["target"] == target && m["probe"] == probe)
-        .and_then(|m| m["p50_ms"].as_f64())
+        .and_then(|m| m["p50Ms"].as_f64())
         .unwrap_or(f64::NAN)
 }
 

@@ -13,10 +13,9 @@ use joinguard_core::kube::{ApiClient, Kubeconfig};
 use joinguard_core::probe::etcd::{self, EtcdTls};
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::harness::TOKEN;
 use netlab::pki::{names, CertSpec, KeyAlgorithm, KeyProfile, KubeadmPki, TestCa};
 use netlab::Lab;
-
-const TOKEN: &str = "abcdef.0123456789abcdef";
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(

@@ -28,11 +28,9 @@ use crate::lab::Lab;
 use crate::pki::{KubeadmPki, TestCa};
 use crate::Error;
 
-// The generic helpers that lived here, under their old paths, for joinguard's integration tests
-// until they import them from `netlab::process`, `netlab::http` and `netlab::metrics`.
-pub use crate::http::http_get;
-pub use crate::metrics::metric_sum;
-pub use crate::process::output_within;
+use crate::http::http_get;
+use crate::metrics::metric_sum;
+use crate::process::output_within;
 
 /// The environment variable that selects the etcd binary.
 pub const ETCD_BIN_ENV: &str = "JOINGUARD_ETCD_BIN";

@@ -9,10 +9,6 @@ use std::time::{Duration, Instant};
 
 use crate::{Error, Host};
 
-// Moved to `netlab::process`; here under the old path for joinguard's tests until they import it
-// from there.
-pub use crate::process::{output_with_peak_rss, MeasuredOutput};
-
 /// Summary of a set of RTT samples in milliseconds.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Rtt {

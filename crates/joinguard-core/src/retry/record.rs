@@ -17,8 +17,9 @@ use super::classify::{bounded, ClassLabel, Reason};
 /// report must stay bounded even if a caller misuses the layer in a loop.
 pub const MAX_RECORDS: usize = 4096;
 
-/// One attempt.
+/// One attempt. JSON keys are camelCase (`delayBeforeNextMs`, `elapsedMs`, `gaveUp`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AttemptRecord {
     /// The call, e.g. `kube-system/kubeadm-config update`.
     pub op: String,
@@ -31,10 +32,10 @@ pub struct AttemptRecord {
     /// The error, bounded and redacted; `None` for a success.
     pub error: Option<String>,
     /// The sleep before the next attempt; `None` when there is none (success or give-up).
-    #[serde(rename = "delay_before_next_ms", serialize_with = "opt_ms")]
+    #[serde(rename = "delayBeforeNextMs", serialize_with = "opt_ms")]
     pub delay_before_next: Option<Duration>,
     /// Time since the operation started, at the end of this attempt.
-    #[serde(rename = "elapsed_ms", serialize_with = "ms")]
+    #[serde(rename = "elapsedMs", serialize_with = "ms")]
     pub elapsed: Duration,
     /// True on the attempt after which the layer gave up.
     pub gave_up: bool,
@@ -216,8 +217,8 @@ mod tests {
         assert_eq!(json.as_array().unwrap().len(), 4);
         assert_eq!(json[0]["class"], "transient");
         assert_eq!(json[0]["reason"], "service-unavailable");
-        assert_eq!(json[0]["delay_before_next_ms"], 500);
-        assert_eq!(json[0]["elapsed_ms"], 12);
+        assert_eq!(json[0]["delayBeforeNextMs"], 500);
+        assert_eq!(json[0]["elapsedMs"], 12);
     }
 
     #[test]

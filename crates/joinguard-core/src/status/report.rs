@@ -1,6 +1,6 @@
 //! What `update-status` tells the operator: per operation, whether it changed something or found
 //! it already in place, and how many API calls it took; on failure, the call, the cause and every
-//! attempt. Text for humans, JSON (`schemaVersion` 1) for Cluster API and scripts.
+//! attempt. Text for humans, JSON (`schemaVersion` 2, camelCase keys) for Cluster API and scripts.
 
 use std::time::Duration;
 
@@ -181,25 +181,25 @@ pub fn render_json(r: &StatusReport<'_>) -> String {
                 "what": o.what,
                 "result": o.word(),
                 "calls": o.calls,
-                "elapsed_ms": o.elapsed.as_millis() as u64,
+                "elapsedMs": o.elapsed.as_millis() as u64,
             });
             if let OpOutcome::Failed(e) = &o.outcome {
                 v["error"] = json!(e.to_string());
                 v["class"] = json!(e.class);
-                v["budget_exhausted"] = json!(e.budget_exhausted());
+                v["budgetExhausted"] = json!(e.budget_exhausted());
             }
             v
         })
         .collect();
     let v = json!({
-        "schemaVersion": 1,
+        "schemaVersion": 2,
         "command": "update-status",
         "server": r.server,
         "node": r.node,
         "era": r.run.era.map(|e| e.as_str()),
         "ok": r.exit_code() == 0,
         "exitCode": r.exit_code(),
-        "elapsed_ms": r.run.elapsed.as_millis() as u64,
+        "elapsedMs": r.run.elapsed.as_millis() as u64,
         "operations": ops,
         "attempts": r.attempts,
     });

@@ -11,7 +11,7 @@ use super::analysis::{attribute, Attribution};
 use super::{FinalReply, PathTrace, TraceProtocol};
 
 /// Version of the `joinguard trace -o json` shape. Adding keys is compatible.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A trace with what it means: the form both reports carry.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -285,7 +285,7 @@ mod tests {
         let mut out = Vec::new();
         render_json(&p, &mut out).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v["schemaVersion"], 1);
+        assert_eq!(v["schemaVersion"], 2);
         assert_eq!(v["reached"], false);
         assert_eq!(v["hops"][1]["received"], 0);
         assert!(v["hops"][1]["avgMs"].is_null());

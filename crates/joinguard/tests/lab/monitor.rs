@@ -9,21 +9,14 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use netlab::etcd::{EtcdCluster, EtcdSpec};
-use netlab::{Host, Impairment, Lab};
+use netlab::harness::{serial, LabEnv};
+use netlab::{Host, Impairment};
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+use crate::JOINGUARD;
 
-/// One lab at a time: several 3-member clusters on 2 cores would disturb each other's timing.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
 const PORT: u16 = 9810;
 /// The probe interval of the lab tests.
 const INTERVAL: Duration = Duration::from_secs(1);
@@ -74,8 +67,7 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 struct Fixture {
     monitor: Option<netlab::HostProcess>,
-    etcd: EtcdCluster,
-    lab: Lab,
+    env: LabEnv,
     dir: tempfile::TempDir,
 }
 
@@ -83,31 +75,30 @@ impl Fixture {
     /// `mon` + m1..m3 (etcd) + m4 (spare, for a member added later); 1 ms each way between the
     /// monitor and every member.
     fn new() -> Fixture {
-        let lab = Lab::builder()
-            .hosts(["mon", "m1", "m2", "m3", "m4"])
+        let env = crate::lab()
+            .name("etcd_monitor_follows_impairment_members_and_readiness")
+            .joiner("mon")
+            .members(3)
+            .spare_hosts(1)
+            .joiner_delay(Duration::from_millis(1))
             .build()
-            .expect("lab");
-        let members: Vec<&Host> = lab.hosts()[1..=3].iter().collect();
-        for m in lab.hosts()[1..].iter() {
-            lab.net().set_link(
-                lab.host("mon"),
-                m,
-                Impairment::delay(Duration::from_millis(1)),
-            );
-        }
-        let etcd = EtcdCluster::start(&lab, &members, &EtcdSpec::default()).expect("etcd");
-        etcd.wait_healthy(Duration::from_secs(30))
-            .expect("etcd healthy");
+            .expect("lab environment");
+        // The spare m4 is delayed like the members: it becomes one (a learner) mid-test.
+        let lab = env.lab();
+        lab.net().set_link(
+            lab.host("mon"),
+            lab.host("m4"),
+            Impairment::delay(Duration::from_millis(1)),
+        );
         Fixture {
             monitor: None,
-            etcd,
-            lab,
+            env,
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
     fn mon(&self) -> &Host {
-        self.lab.host("mon")
+        self.env.lab().host("mon")
     }
 
     fn addr(&self) -> SocketAddr {
@@ -116,11 +107,11 @@ impl Fixture {
 
     /// Starts the monitor with one seed member: the others must come from MemberList.
     fn start_monitor(&mut self) {
-        let id = self.etcd.client_identity();
+        let id = self.env.etcd().client_identity();
         let config = format!(
             "interval: 1s\njitter: 0.1\nprobeTimeout: 1s\nwindow: 5\nmemberListInterval: 1s\n\
              cluster:\n  etcdEndpoints: [{}]\n  etcdCacert: {}\n  etcdCert: {}\n  etcdKey: {}\n",
-            self.etcd.member(0).client_url(),
+            self.env.etcd().member(0).client_url(),
             id.ca.display(),
             id.cert.display(),
             id.key.display()
@@ -212,7 +203,7 @@ impl Fixture {
     fn name(&self, kind: &str, i: usize) -> String {
         format!(
             "{kind}/{}:{}",
-            self.etcd.member(i).addr(),
+            self.env.etcd().member(i).addr(),
             if kind == "etcd-peer" { 2380 } else { 2379 }
         )
     }
@@ -348,9 +339,9 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     assert_eq!(v["families"]["joinguard_probe_attempts"]["type"], "counter");
 
     // 40 ms each way to m2: its peer and client RTT show it within two intervals.
-    fx.lab.net().set_link(
+    fx.env.lab().net().set_link(
         fx.mon(),
-        fx.lab.host("m2"),
+        fx.env.lab().host("m2"),
         Impairment::delay(Duration::from_millis(40)),
     );
     let took = fx.wait_metrics("m2's RTT above 80 ms", INTERVAL * 3, |m| {
@@ -387,9 +378,9 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     eprintln!("/readyz while m2 is impaired:\n{body}");
 
     // Lifted: the RTT recovers within two intervals, the check and /readyz after the window.
-    fx.lab.net().set_link(
+    fx.env.lab().net().set_link(
         fx.mon(),
-        fx.lab.host("m2"),
+        fx.env.lab().host("m2"),
         Impairment::delay(Duration::from_millis(1)),
     );
     let took = fx.wait_metrics("m2's RTT back below 20 ms", INTERVAL * 3, |m| {
@@ -416,7 +407,12 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
 
     // A member added to the cluster (etcdctl member add --learner, then started) is probed
     // without a restart; etcd allows one learner, so EtcdHealth says a join would fail now.
-    let m4 = fx.etcd.add_learner(fx.lab.host("m4")).expect("add learner");
+    let m4_host = fx.env.lab().host("m4").clone();
+    let m4 = fx
+        .env
+        .etcd_mut()
+        .add_learner(&m4_host)
+        .expect("add learner");
     let peer4 = fx.name("etcd-peer", m4);
     let took = fx.wait_metrics(
         "the new member's peer port probed and up",
@@ -428,7 +424,7 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     assert!(body.contains("EtcdHealth"), "{body}");
 
     // A killed member shows as down, on both its ports.
-    fx.etcd.kill_member(2).expect("kill m3");
+    fx.env.etcd_mut().kill_member(2).expect("kill m3");
     let client3 = fx.name("etcd-client", 2);
     let peer3 = fx.name("etcd-peer", 2);
     fx.wait_metrics("m3 down", INTERVAL * 4, |m| {

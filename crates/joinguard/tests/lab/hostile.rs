@@ -13,34 +13,17 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use netlab::apiserver::fixture::{self, ApiEndpoint, FixtureOptions};
-use netlab::apiserver::{ApiServer, ApiServerOptions};
-use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::harness::{serial, Layout, CERT_KEY, SECRET, TOKEN};
 use netlab::hostile::{CertFault, Fault, HostileServer};
-use netlab::measure::{output_with_peak_rss, MeasuredOutput};
 use netlab::pki::{CertSpec, TestCa};
-use netlab::Lab;
+use netlab::process::{output_with_peak_rss, MeasuredOutput};
 
-const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
-const TOKEN: &str = "abcdef.0123456789abcdef";
-const SECRET: &str = "0123456789abcdef";
-const CERT_KEY: &str = "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c";
-/// `--timeout` of every hostile case.
+use crate::JOINGUARD;
+
 const TIMEOUT: Duration = Duration::from_secs(4);
-/// The memory bound for one joinguard process.
 const MAX_RSS_KIB: u64 = 100 * 1024;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One lab at a time (2 cores).
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn b64(s: &str) -> String {
     use base64::Engine as _;
@@ -217,6 +200,9 @@ fn hostile_cases() -> Vec<Case> {
 
 #[test]
 fn hostile_servers_end_in_time_name_the_target_and_the_fault_and_stay_small() {
+    // The lab suites' lock, though no lab is built: 30 runs, seven at a time, on 2 cores would
+    // disturb the timing the lab tests in this binary assert.
+    let _s = serial();
     let files = Files::new();
     let cases = hostile_cases();
     let servers: Vec<HostileServer> = cases
@@ -440,21 +426,15 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn secrets_appear_in_no_output_and_no_file_at_top_verbosity() {
     let _s = serial();
-    let lab = Lab::builder()
-        .hosts(["api", "joiner", "m1"])
+    // api, joiner, m1; kubeadm < 1.22 (a ClusterStatus naming cp-1 at m1), kubeadm-certs under
+    // CERT_KEY.
+    let env = crate::lab()
+        .layout(Layout::ClusterStatus)
+        .upload_certs()
+        .name("secrets_appear_in_no_output_and_no_file_at_top_verbosity")
         .build()
-        .expect("lab");
-    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
-    etcd.wait_healthy(Duration::from_secs(30)).expect("etcd");
-    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
-    let mut opts = FixtureOptions::new(TOKEN, etcd.ca());
-    opts.certificate_key = Some(CERT_KEY.into());
-    opts.cluster_status = vec![ApiEndpoint {
-        node: "cp-1".into(),
-        address: lab.host("m1").addr(),
-        port: 6443,
-    }];
-    let fx = fixture::kubeadm_init(&api, opts).expect("fixture");
+        .expect("lab environment");
+    let (lab, api, fx) = (env.lab(), env.api(), env.fixture());
 
     // admin.conf-style kubeconfig: an embedded client key, the PEM the check looks for.
     let admin_id = api
@@ -653,9 +633,11 @@ fn secrets_appear_in_no_output_and_no_file_at_top_verbosity() {
 #[test]
 fn etcd_write_probe_killed_between_put_and_revoke_leaves_no_key_after_the_ttl() {
     let _s = serial();
-    let lab = Lab::builder().hosts(["joiner", "m1"]).build().expect("lab");
-    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
-    etcd.wait_healthy(Duration::from_secs(30)).expect("etcd");
+    let env = crate::lab()
+        .name("etcd_write_probe_killed_between_put_and_revoke_leaves_no_key_after_the_ttl")
+        .build()
+        .expect("lab environment");
+    let (lab, etcd) = (env.lab(), env.etcd());
     let joiner = lab.host("joiner");
     let m1 = lab.host("m1");
     // 50 ms each way: the get and the revoke after the put take at least 200 ms, while the

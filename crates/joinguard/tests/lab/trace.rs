@@ -7,23 +7,20 @@
 //!
 //! Tests whose name contains `etcd` run twice in CI, once per etcd version.
 
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::harness::{self, serial, Run, RUN_TIMEOUT};
 use netlab::{Impairment, Lab};
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+use crate::JOINGUARD;
 
-/// One lab at a time: the RTT figures are asserted to a millisecond, and several labs on 2
-/// cores would disturb each other's timing.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The lab here is routed (joiner -> r1 -> r2 -> m1), which the harness's environment builder
+// does not build; these tests build their own `Lab` and take the harness's lock. One lab at a
+// time matters here: the RTT figures are asserted to a millisecond.
 
-const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
 /// The injected delay, per direction, on r1 <-> r2.
 const ONE_WAY_MS: u64 = 30;
 const STEP_MS: f64 = 2.0 * ONE_WAY_MS as f64;
@@ -50,45 +47,10 @@ fn slow_middle(lab: &Lab) {
     );
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn of(cmd: &mut Command) -> Run {
-        let t = Instant::now();
-        let out: Output = cmd.output().expect("run joinguard");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            took: t.elapsed(),
-        }
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {self}"))
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.took, self.stdout, self.stderr
-        )
-    }
-}
-
 fn trace(lab: &Lab, args: &[&str]) -> Run {
     let mut cmd = lab.host("joiner").command(JOINGUARD);
     cmd.arg("trace").args(args);
-    Run::of(&mut cmd)
+    harness::run(&mut cmd, RUN_TIMEOUT)
 }
 
 fn addr(lab: &Lab, h: &str) -> String {
@@ -141,9 +103,10 @@ fn three_hops_show_the_60ms_step_at_hop_2() {
     );
     assert_eq!(run.code, 0, "{run}");
     let v = run.json();
-    assert_eq!(v["schemaVersion"], 1);
+    assert_eq!(v["schemaVersion"], 2);
     assert_eq!(v["reached"], true);
     assert_eq!(v["finalReply"], "echo-reply");
+    crate::schema::assert_valid("trace", &run);
     let hops = v["hops"].as_array().expect("hops");
     assert_eq!(hops.len(), 3, "{run}");
     for (hop, host) in hops.iter().zip(["r1", "r2", "m1"]) {
@@ -319,6 +282,7 @@ fn etcd_tcp_trace_reaches_the_peer_port_of_a_real_member() {
     assert_eq!(v["protocol"], "tcp");
     assert_eq!(v["port"], 2380);
     assert_eq!(v["finalReply"], "syn-ack", "the peer port is open: {run}");
+    crate::schema::assert_valid("trace", &run);
     let hops = v["hops"].as_array().unwrap();
     assert_eq!(hops.len(), 3, "{run}");
     assert_eq!(hops[2]["address"], m1);
@@ -373,10 +337,11 @@ fn etcd_preflight_traces_a_failing_peer_and_names_the_hop() {
             .args(["--etcd-key", &id.key.display().to_string()])
             .args(["--etcd-election-timeout", "500ms"])
             .args(extra);
-        Run::of(&mut cmd)
+        harness::run(&mut cmd, RUN_TIMEOUT)
     };
 
     let run = preflight(&["-o", "json"]);
+    crate::schema::assert_valid("preflight", &run);
     assert_eq!(run.code, 1, "{run}");
     let v = run.json();
     let peer = format!("{}:2380", m1.addr());
@@ -433,10 +398,11 @@ fn etcd_preflight_traces_a_failing_peer_and_names_the_hop() {
 #[test]
 fn without_cap_net_raw_trace_exits_2_and_says_how_to_fix_it() {
     // No lab needed: the raw socket is refused before anything is sent.
-    let run = Run::of(
+    let run = harness::run(
         Command::new("setpriv")
             .args(["--inh-caps=-net_raw", "--bounding-set=-net_raw", "--"])
             .args([JOINGUARD, "trace", "127.0.0.1"]),
+        RUN_TIMEOUT,
     );
     assert_eq!(run.code, 2, "{run}");
     assert!(run.stdout.is_empty(), "{run}");
@@ -464,7 +430,7 @@ fn bad_input_exits_2_naming_the_flag() {
         (&["fe80::1"][..], "TARGET"),
         (&["198.18.0.4:99999"][..], "TARGET"),
     ] {
-        let run = Run::of(Command::new(JOINGUARD).arg("trace").args(args));
+        let run = harness::run(Command::new(JOINGUARD).arg("trace").args(args), RUN_TIMEOUT);
         assert_eq!(run.code, 2, "{args:?}: {run}");
         assert!(run.stderr.contains(flag), "{args:?} names {flag}: {run}");
         assert!(run.stdout.is_empty(), "{run}");

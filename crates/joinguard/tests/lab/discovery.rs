@@ -2,65 +2,39 @@
 //! path, every trust failure (and that nothing is requested after it), and retries of transient
 //! faults. Needs root.
 
-use std::sync::{Mutex, MutexGuard};
-
-use joinguard_core::discovery::{
-    self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError,
-};
+use joinguard_core::discovery::{self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError};
 use joinguard_core::retry::Recorder;
-use netlab::apiserver::fixture::{self, Fixture, FixtureOptions};
 use netlab::apiserver::{ApiServer, ApiServerOptions, FaultKind, FaultRule, Method};
-use netlab::etcd::{EtcdCluster, EtcdSpec};
-use netlab::Lab;
+use netlab::etcd::EtcdSpec;
+use netlab::harness::{EnvBuilder, LabEnv, Layout, Run, CERT_KEY, SECRET, TOKEN};
+use netlab::labtest;
 use serde_json::Value;
 
-const TOKEN: &str = "abcdef.0123456789abcdef";
-const SECRET: &str = "0123456789abcdef";
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// api, joiner, m1: the stand-in over one member, with the `kubeadm init` fixture.
+fn lab() -> EnvBuilder {
+    crate::lab().api()
 }
 
-struct Env {
-    api: ApiServer,
-    fixture: Fixture,
-    _etcd: EtcdCluster,
-    lab: Lab,
+/// Discovery run from the joiner, as a library call.
+trait DiscoveryLab {
+    fn discover(
+        &self,
+        token: &str,
+        trust: CaTrust,
+    ) -> (Result<Discovered, DiscoveryError>, Recorder);
+    fn pin(&self) -> CaTrust;
+    fn cluster_info_gets(&self) -> usize;
 }
 
-fn env() -> Env {
-    let lab = Lab::builder()
-        .hosts(["api", "m1", "joiner"])
-        .build()
-        .expect("lab");
-    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
-    etcd.wait_healthy(std::time::Duration::from_secs(30))
-        .expect("etcd");
-    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
-    let fixture =
-        fixture::kubeadm_init(&api, FixtureOptions::new(TOKEN, etcd.ca())).expect("fixture");
-    Env {
-        api,
-        fixture,
-        _etcd: etcd,
-        lab,
-    }
-}
-
-impl Env {
+impl DiscoveryLab for LabEnv {
     fn discover(
         &self,
         token: &str,
         trust: CaTrust,
     ) -> (Result<Discovered, DiscoveryError>, Recorder) {
-        let endpoint = self.api.addr().to_string();
+        let endpoint = self.api().addr().to_string();
         let token = BootstrapToken::parse(token).expect("token format");
-        self.lab
-            .host("joiner")
+        self.joiner()
             .block_on(|| async move {
                 let rec = Recorder::new();
                 let r =
@@ -72,11 +46,11 @@ impl Env {
     }
 
     fn pin(&self) -> CaTrust {
-        CaTrust::Pins(vec![parse_pin(&self.fixture.ca_pin).unwrap()])
+        CaTrust::Pins(vec![parse_pin(&self.fixture().ca_pin).unwrap()])
     }
 
     fn cluster_info_gets(&self) -> usize {
-        self.api
+        self.api()
             .requests()
             .iter()
             .filter(|r| r.path == discovery::CLUSTER_INFO)
@@ -84,29 +58,27 @@ impl Env {
     }
 }
 
-#[test]
-fn token_discovery_finds_the_server_and_its_pinned_ca() {
-    let _s = serial();
-    let env = env();
-    let (r, _) = env.discover(TOKEN, env.pin());
-    let d = r.expect("discovery");
-    assert_eq!(d.server, format!("https://{}", env.api.addr()));
-    assert_eq!(d.ca_pem, env.api.ca_pem().as_bytes());
-    assert!(!d.ca_unverified);
-    assert_eq!(
-        env.cluster_info_gets(),
-        2,
-        "one unverified and one verified fetch"
-    );
+labtest!(
+    token_discovery_finds_the_server_and_its_pinned_ca,
+    lab(),
+    |env| {
+        let (r, _) = env.discover(TOKEN, env.pin());
+        let d = r.expect("discovery");
+        assert_eq!(d.server, format!("https://{}", env.api().addr()));
+        assert_eq!(d.ca_pem, env.api().ca_pem().as_bytes());
+        assert!(!d.ca_unverified);
+        assert_eq!(
+            env.cluster_info_gets(),
+            2,
+            "one unverified and one verified fetch"
+        );
 
-    let (r, _) = env.discover(TOKEN, CaTrust::UnsafeSkip);
-    assert!(r.expect("unsafe skip still discovers").ca_unverified);
-}
+        let (r, _) = env.discover(TOKEN, CaTrust::UnsafeSkip);
+        assert!(r.expect("unsafe skip still discovers").ca_unverified);
+    }
+);
 
-#[test]
-fn every_trust_failure_stops_at_once() {
-    let _s = serial();
-    let env = env();
+labtest!(every_trust_failure_stops_at_once, lab(), |env| {
     let cases: Vec<(&str, &str, CaTrust, &str)> = vec![
         (
             "wrong pin",
@@ -128,7 +100,7 @@ fn every_trust_failure_stops_at_once() {
         ),
     ];
     for (what, token, trust, want) in cases {
-        env.api.clear_requests();
+        env.api().clear_requests();
         let (r, rec) = env.discover(token, trust);
         let e = r.expect_err(what);
         assert!(e.is_trust(), "{what}: {e}");
@@ -148,14 +120,14 @@ fn every_trust_failure_stops_at_once() {
 
     // Tampered content: the served kubeconfig no longer matches its signature.
     let mut cm: Value = env
-        .api
+        .api()
         .get_object("v1", "ConfigMap", "kube-public", "cluster-info")
         .expect("read")
         .expect("cluster-info exists");
     let kc = cm["data"]["kubeconfig"].as_str().unwrap().to_string();
     cm["data"]["kubeconfig"] = Value::String(kc.replace("https://", "https://evil."));
-    env.api.upsert(cm).expect("tamper");
-    env.api.clear_requests();
+    env.api().upsert(cm).expect("tamper");
+    env.api().clear_requests();
     let (r, _) = env.discover(TOKEN, env.pin());
     let e = r.expect_err("tampered");
     assert!(
@@ -163,84 +135,86 @@ fn every_trust_failure_stops_at_once() {
         "{e}"
     );
     assert_eq!(env.cluster_info_gets(), 1);
-}
+});
 
-#[test]
-fn discovery_retries_transient_faults_within_the_connect_budget() {
-    let _s = serial();
-    let env = env();
-    let faults = env.api.faults();
-    faults.add(
-        FaultRule::always(FaultKind::Unavailable)
-            .method(Method::GET)
-            .path(discovery::CLUSTER_INFO)
-            .times(2),
-    );
-    faults.add(
-        FaultRule::always(FaultKind::Reset)
-            .method(Method::GET)
-            .path(discovery::CLUSTER_INFO)
-            .times(1),
-    );
-    faults.add(
-        FaultRule::always(FaultKind::Stall(std::time::Duration::from_secs(6)))
-            .method(Method::GET)
-            .path(discovery::CLUSTER_INFO)
-            .times(1),
-    );
-    let (r, rec) = env.discover(TOKEN, env.pin());
-    r.expect("discovery once the faults stop");
-    let failed: Vec<String> = rec
-        .records()
-        .iter()
-        .filter(|a| a.error.is_some())
-        .map(|a| format!("{:?}", a.reason))
-        .collect();
-    assert_eq!(failed.len(), 4, "{failed:?}");
-}
-
-#[test]
-fn preflight_with_only_the_join_token_verifies_the_api_with_the_discovered_ca() {
-    let _s = serial();
-    let env = env();
-    let joinguard = env!("CARGO_BIN_EXE_joinguard");
-    let run = |pin: &str| {
-        let mut cmd = env.lab.host("joiner").command(joinguard);
-        cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
-            .args(["--discovery-token-ca-cert-hash", pin])
-            .args(["-v"]);
-        let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60))
-            .expect("joinguard ran");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (code, stdout, stderr) = run(&env.fixture.ca_pin);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(
-        stderr.contains("The cluster CA matches the pin"),
-        "{stderr}"
-    );
-    assert!(
-        stdout.contains("api-readyz"),
-        "/readyz was probed with the CA: {stdout}"
-    );
-    for text in [&stdout, &stderr] {
-        assert!(!text.contains(SECRET), "the token secret leaked:\n{text}");
+labtest!(
+    discovery_retries_transient_faults_within_the_connect_budget,
+    lab(),
+    |env| {
+        let faults = env.api().faults();
+        faults.add(
+            FaultRule::always(FaultKind::Unavailable)
+                .method(Method::GET)
+                .path(discovery::CLUSTER_INFO)
+                .times(2),
+        );
+        faults.add(
+            FaultRule::always(FaultKind::Reset)
+                .method(Method::GET)
+                .path(discovery::CLUSTER_INFO)
+                .times(1),
+        );
+        faults.add(
+            FaultRule::always(FaultKind::Stall(std::time::Duration::from_secs(6)))
+                .method(Method::GET)
+                .path(discovery::CLUSTER_INFO)
+                .times(1),
+        );
+        let (r, rec) = env.discover(TOKEN, env.pin());
+        r.expect("discovery once the faults stop");
+        let failed: Vec<String> = rec
+            .records()
+            .iter()
+            .filter(|a| a.error.is_some())
+            .map(|a| format!("{:?}", a.reason))
+            .collect();
+        assert_eq!(failed.len(), 4, "{failed:?}");
     }
+);
 
-    let wrong = format!("sha256:{}", "00".repeat(32));
-    let (code, stdout, stderr) = run(&wrong);
-    assert_eq!(code, 3, "{stdout}{stderr}");
-    assert!(stderr.contains("matches none of the given"), "{stderr}");
-    assert!(!stderr.contains(SECRET) && !stdout.contains(SECRET));
-}
+labtest!(
+    preflight_with_only_the_join_token_verifies_the_api_with_the_discovered_ca,
+    lab(),
+    |env| {
+        let joinguard = crate::JOINGUARD;
+        let run = |pin: &str| {
+            let mut cmd = env.joiner().command(joinguard);
+            cmd.args(["preflight", &env.api().addr().to_string(), "--token", TOKEN])
+                .args(["--discovery-token-ca-cert-hash", pin])
+                .args(["-v"]);
+            let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(60))
+                .expect("joinguard ran");
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (code, stdout, stderr) = run(&env.fixture().ca_pin);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        assert!(
+            stderr.contains("The cluster CA matches the pin"),
+            "{stderr}"
+        );
+        assert!(
+            stdout.contains("api-readyz"),
+            "/readyz was probed with the CA: {stdout}"
+        );
+        for text in [&stdout, &stderr] {
+            assert!(!text.contains(SECRET), "the token secret leaked:\n{text}");
+        }
+
+        let wrong = format!("sha256:{}", "00".repeat(32));
+        let (code, stdout, stderr) = run(&wrong);
+        assert_eq!(code, 3, "{stdout}{stderr}");
+        assert!(stderr.contains("matches none of the given"), "{stderr}");
+        assert!(!stderr.contains(SECRET) && !stdout.contains(SECRET));
+    }
+);
 
 #[test]
 fn preflight_bad_discovery_input_exits_2_before_any_network_call() {
-    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    let joinguard = crate::JOINGUARD;
     let run = |args: &[&str]| {
         let out = std::process::Command::new(joinguard)
             .arg("preflight")
@@ -279,109 +253,52 @@ fn preflight_bad_discovery_input_exits_2_before_any_network_call() {
     assert_eq!(code, Some(2), "the endpoint is required: {err}");
 }
 
-const CERT_KEY: &str = "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c";
-
-/// How the cluster lays out its etcd.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Etcd {
-    /// Stacked, kubeadm < 1.22: a ClusterStatus names m1.
-    StackedClusterStatus,
-    /// Stacked, kubeadm >= 1.22: only the etcd pods' annotations name the members.
-    StackedPods,
-    External,
-}
-
-/// 3 members, the stand-in, and kubeadm-certs under CERT_KEY, on this run's lab PKI
+/// 3 members, the stand-in in `layout`, and kubeadm-certs under CERT_KEY, on this run's lab PKI
 /// (`NETLAB_PKI`, RSA-2048 PKCS#1 by default).
-fn env3(layout: Etcd) -> (Env, Vec<String>) {
-    env3_with(layout, EtcdSpec::default())
+fn lab3(layout: Layout) -> EnvBuilder {
+    crate::lab().members(3).layout(layout).upload_certs()
 }
 
-fn env3_with(layout: Etcd, spec: EtcdSpec) -> (Env, Vec<String>) {
-    let external = layout == Etcd::External;
-    let lab = Lab::builder()
-        .hosts(["api", "joiner", "m1", "m2", "m3"])
-        .build()
-        .expect("lab");
-    let members = [lab.host("m1"), lab.host("m2"), lab.host("m3")];
-    let etcd = EtcdCluster::start(&lab, &members, &spec).expect("etcd");
-    etcd.wait_healthy(std::time::Duration::from_secs(30))
-        .expect("etcd");
-    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
-    let mut opts = FixtureOptions::new(TOKEN, etcd.ca());
-    opts.certificate_key = Some(CERT_KEY.into());
-    if external {
-        let id = etcd.client_identity();
-        opts.external_etcd = Some(fixture::ExternalEtcd {
-            endpoints: etcd.client_endpoints(),
-            client_cert_pem: std::fs::read_to_string(&id.cert).unwrap(),
-            client_key_pem: std::fs::read_to_string(&id.key).unwrap(),
-        });
-    } else if layout == Etcd::StackedClusterStatus {
-        opts.cluster_status = vec![fixture::ApiEndpoint {
-            node: "cp-1".into(),
-            address: lab.host("m1").addr(),
-            port: 6443,
-        }];
-    } else {
-        opts.etcd_pods = ["m1", "m2", "m3"]
-            .iter()
-            .map(|m| {
-                (
-                    m.to_string(),
-                    format!("https://{}:2379", lab.host(m).addr()),
-                )
-            })
-            .collect();
-    }
-    let fixture = fixture::kubeadm_init(&api, opts).expect("fixture");
-    let eps = etcd.client_endpoints();
-    (
-        Env {
-            api,
-            fixture,
-            _etcd: etcd,
-            lab,
-        },
-        eps,
-    )
+fn preflight_with_join_inputs(env: &LabEnv, key: &str) -> (i32, String, String) {
+    let run = env.run([
+        "preflight",
+        &env.api().addr().to_string(),
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        &env.fixture().ca_pin,
+        "--certificate-key",
+        key,
+        "-vvv",
+    ]);
+    streams(run)
 }
 
-fn preflight_with_join_inputs(env: &Env, key: &str) -> (i32, String, String) {
-    let joinguard = env!("CARGO_BIN_EXE_joinguard");
-    let mut cmd = env.lab.host("joiner").command(joinguard);
-    cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
-        .args(["--discovery-token-ca-cert-hash", &env.fixture.ca_pin])
-        .args(["--certificate-key", key, "-vvv"]);
-    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
-        .expect("joinguard ran");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// A run as (exit code, stdout, stderr), the form these tests assert on.
+fn streams(run: Run) -> (i32, String, String) {
+    (run.code, run.stdout, run.stderr)
 }
 
 #[test]
 fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
-    let _s = serial();
-    for layout in [
-        Etcd::StackedClusterStatus,
-        Etcd::StackedPods,
-        Etcd::External,
-    ] {
-        let external = layout == Etcd::External;
-        let (env, eps) = env3(layout);
+    let _s = netlab::harness::serial();
+    for layout in [Layout::ClusterStatus, Layout::EtcdPods, Layout::External] {
+        let external = layout == Layout::External;
+        let env = lab3(layout)
+            .name("etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls")
+            .build()
+            .expect("lab environment");
+        let eps = env.etcd().client_endpoints();
         let (code, stdout, stderr) = preflight_with_join_inputs(&env, CERT_KEY);
         assert_eq!(code, 0, "{layout:?}\n{stdout}{stderr}");
-        if layout == Etcd::StackedPods {
+        if layout == Layout::EtcdPods {
             assert!(
                 stderr.contains("etcd endpoints from the etcd pods"),
                 "{stderr}"
             );
             // The pods were listed as the minted x509 user, not with the bootstrap token.
             let lists: Vec<_> = env
-                .api
+                .api()
                 .requests()
                 .into_iter()
                 .filter(|r| r.path == "/api/v1/namespaces/kube-system/pods")
@@ -419,9 +336,9 @@ fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
         }
 
         // A slow member: the same inputs, exit 1, and it is named.
-        let m2 = env.lab.host("m2");
-        env.lab.net().set_link(
-            env.lab.host("joiner"),
+        let m2 = env.lab().host("m2");
+        env.lab().net().set_link(
+            env.joiner(),
             m2,
             netlab::Impairment::delay(std::time::Duration::from_millis(40)),
         );
@@ -437,51 +354,55 @@ fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
     }
 }
 
-#[test]
-fn preflight_with_a_wrong_certificate_key_says_so() {
-    let _s = serial();
-    let (env, _) = env3(Etcd::StackedClusterStatus);
-    let wrong = "f".repeat(64);
-    let (code, stdout, stderr) = preflight_with_join_inputs(&env, &wrong);
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(
-        stderr.contains("--certificate-key does not decrypt kubeadm-certs"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains(&wrong) && !stdout.contains(&wrong));
-}
+labtest!(
+    preflight_with_a_wrong_certificate_key_says_so,
+    lab3(Layout::ClusterStatus),
+    |env| {
+        let wrong = "f".repeat(64);
+        let (code, stdout, stderr) = preflight_with_join_inputs(&env, &wrong);
+        assert_eq!(code, 2, "{stdout}{stderr}");
+        assert!(
+            stderr.contains("--certificate-key does not decrypt kubeadm-certs"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(&wrong) && !stdout.contains(&wrong));
+    }
+);
 
 #[test]
 fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
-    let _s = serial();
+    let _s = netlab::harness::serial();
     // A cluster of the kubeadm >= 1.22 layout: no ClusterStatus, the members on the etcd pods.
-    let (env, eps) = env3(Etcd::StackedPods);
-    let joinguard = env!("CARGO_BIN_EXE_joinguard");
+    let env = lab3(Layout::EtcdPods)
+        .name("etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files")
+        .build()
+        .expect("lab environment");
+    let eps = env.etcd().client_endpoints();
+    let joinguard = crate::JOINGUARD;
     for version in ["v1beta4", "v1beta3"] {
         // As Cluster API writes it (plus the certificate key a control-plane join carries).
         let path = env
-            .lab
             .dir()
             .join(format!("kubeadm-join-config-{version}.yaml"));
         std::fs::write(
             &path,
             format!(
                 "apiVersion: kubeadm.k8s.io/{version}\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\n",
-                env.api.addr(),
-                env.fixture.ca_pin,
-                env.lab.host("joiner").addr()
+                env.api().addr(),
+                env.fixture().ca_pin,
+                env.joiner().addr()
             ),
         )
         .unwrap();
-        let mut cmd = env.lab.host("joiner").command(joinguard);
+        let mut cmd = env.joiner().command(joinguard);
         cmd.arg("preflight").arg("--config").arg(&path);
-        let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
+        let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(90))
             .expect("joinguard ran");
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{version}\n{stdout}{stderr}");
         assert!(
-            stdout.contains(&format!("{}  api-readyz", env.api.addr())),
+            stdout.contains(&format!("{}  api-readyz", env.api().addr())),
             "{stdout}"
         );
         for ep in &eps {
@@ -494,9 +415,9 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
     }
 
     // File discovery: the kubeconfig it names is trusted as is (kubeadm's discovery.file).
-    let kc = env.lab.dir().join("cluster-info.conf");
-    std::fs::write(&kc, &env.fixture.cluster_info_kubeconfig).unwrap();
-    let file_cfg = env.lab.dir().join("join-file.yaml");
+    let kc = env.lab().dir().join("cluster-info.conf");
+    std::fs::write(&kc, &env.fixture().cluster_info_kubeconfig).unwrap();
+    let file_cfg = env.lab().dir().join("join-file.yaml");
     std::fs::write(
         &file_cfg,
         format!(
@@ -505,9 +426,9 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
         ),
     )
     .unwrap();
-    let mut cmd = env.lab.host("joiner").command(joinguard);
+    let mut cmd = env.joiner().command(joinguard);
     cmd.arg("preflight").arg("--config").arg(&file_cfg);
-    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -516,19 +437,19 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains(&format!("{}  api-readyz", env.api.addr())),
+        stdout.contains(&format!("{}  api-readyz", env.api().addr())),
         "{stdout}"
     );
 
     // A pin flag beside --config is refused with kubeadm's own message, as `kubeadm join`
     // refuses it (ValidateMixedArguments): the file's pins are not silently replaced.
-    let path = env.lab.dir().join("kubeadm-join-config-v1beta4.yaml");
-    let mut cmd = env.lab.host("joiner").command(joinguard);
+    let path = env.lab().dir().join("kubeadm-join-config-v1beta4.yaml");
+    let mut cmd = env.joiner().command(joinguard);
     cmd.arg("preflight").arg("--config").arg(&path).args([
         "--discovery-token-ca-cert-hash",
         &format!("sha256:{}", "11".repeat(32)),
     ]);
-    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -539,22 +460,20 @@ fn etcd_preflight_config_alone_is_enough_with_v1beta4_and_v1beta3_files() {
 
 #[test]
 fn preflight_with_an_expired_bootstrap_token_names_the_cause() {
-    let _s = serial();
-    let lab = Lab::builder()
-        .hosts(["api", "m1", "joiner"])
+    let _s = netlab::harness::serial();
+    let env = lab()
+        .fixture(|opts| {
+            opts.token_expiration =
+                Some(std::time::SystemTime::now() - std::time::Duration::from_secs(60));
+        })
+        .name("preflight_with_an_expired_bootstrap_token_names_the_cause")
         .build()
-        .expect("lab");
-    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
-    etcd.wait_healthy(std::time::Duration::from_secs(30))
-        .expect("etcd");
-    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
-    let mut opts = FixtureOptions::new(TOKEN, etcd.ca());
-    opts.token_expiration = Some(std::time::SystemTime::now() - std::time::Duration::from_secs(60));
-    let f = fixture::kubeadm_init(&api, opts).expect("fixture");
-    let mut cmd = lab.host("joiner").command(env!("CARGO_BIN_EXE_joinguard"));
+        .expect("lab environment");
+    let (lab, api, f) = (env.lab(), env.api(), env.fixture());
+    let mut cmd = lab.host("joiner").command(crate::JOINGUARD);
     cmd.args(["preflight", &api.addr().to_string(), "--token", TOKEN])
         .args(["--discovery-token-ca-cert-hash", &f.ca_pin]);
-    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("has expired or was deleted"), "{stderr}");
@@ -563,27 +482,24 @@ fn preflight_with_an_expired_bootstrap_token_names_the_cause() {
 
 #[test]
 fn a_relaying_mitm_with_another_ca_is_a_trust_failure_at_the_verified_fetch() {
-    let _s = serial();
-    let lab = Lab::builder()
-        .hosts(["api", "m1", "joiner", "mitm"])
+    let _s = netlab::harness::serial();
+    let env = lab()
+        .extra_hosts(["mitm"])
+        .name("a_relaying_mitm_with_another_ca_is_a_trust_failure_at_the_verified_fetch")
         .build()
-        .expect("lab");
-    let etcd = EtcdCluster::start(&lab, &[lab.host("m1")], &EtcdSpec::default()).expect("etcd");
-    etcd.wait_healthy(std::time::Duration::from_secs(30))
-        .expect("etcd");
-    let api = ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
-    let f = fixture::kubeadm_init(&api, FixtureOptions::new(TOKEN, etcd.ca())).expect("fixture");
+        .expect("lab environment");
+    let (lab, etcd, api, f) = (env.lab(), env.etcd(), env.api(), env.fixture());
     // The attacker serves the real, public, signed cluster-info (it reads the same store), but
     // under its own CA: the JWS and the pin both verify, only the verified re-fetch can tell.
     let mitm_opts = ApiServerOptions {
         ca: Some(netlab::pki::TestCa::new("attacker").unwrap()),
         ..ApiServerOptions::default()
     };
-    let mitm = ApiServer::start(lab.host("mitm"), &etcd, mitm_opts).expect("mitm");
-    let mut cmd = lab.host("joiner").command(env!("CARGO_BIN_EXE_joinguard"));
+    let mitm = ApiServer::start(lab.host("mitm"), etcd, mitm_opts).expect("mitm");
+    let mut cmd = lab.host("joiner").command(crate::JOINGUARD);
     cmd.args(["preflight", &mitm.addr().to_string(), "--token", TOKEN])
         .args(["--discovery-token-ca-cert-hash", &f.ca_pin]);
-    let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
+    let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(60)).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
@@ -602,71 +518,73 @@ fn a_relaying_mitm_with_another_ca_is_a_trust_failure_at_the_verified_fetch() {
     );
 }
 
-/// Cluster API and kubeadm's manual certificate distribution: no certificate key, the CAs are on
-/// disk before the join. `--cert-dir` gives the same mTLS coverage without reading kubeadm-certs.
-#[test]
-fn etcd_preflight_with_a_kubeadm_cert_dir_needs_no_certificate_key() {
-    let _s = serial();
-    let (env, eps) = env3(Etcd::StackedPods);
-    let dir = tempfile::tempdir().unwrap();
-    copy_shared_pki(&env._etcd.member(0).dir.join("pki"), dir.path());
-    let joinguard = env!("CARGO_BIN_EXE_joinguard");
-    let run = |cert_dir: &std::path::Path| {
-        let mut cmd = env.lab.host("joiner").command(joinguard);
-        cmd.args(["preflight", &env.api.addr().to_string(), "--token", TOKEN])
-            .args(["--discovery-token-ca-cert-hash", &env.fixture.ca_pin])
-            .arg("--cert-dir")
-            .arg(cert_dir)
-            .arg("-vvv");
-        let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
-            .expect("joinguard ran");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (code, stdout, stderr) = run(dir.path());
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(
-        stderr.contains("minted an in-memory etcd client certificate from the etcd CA"),
-        "{stderr}"
-    );
-    for ep in &eps {
-        let host = ep.trim_start_matches("https://");
-        assert!(stdout.contains(&format!("{host}  etcd-status")), "{stdout}");
-        let peer = host.replace(":2379", ":2380");
+labtest!(
+    /// Cluster API and kubeadm's manual certificate distribution: no certificate key, the CAs are on
+    /// disk before the join. `--cert-dir` gives the same mTLS coverage without reading kubeadm-certs.
+    etcd_preflight_with_a_kubeadm_cert_dir_needs_no_certificate_key,
+    lab3(Layout::EtcdPods),
+    |env| {
+        let eps = env.etcd().client_endpoints();
+        let dir = tempfile::tempdir().unwrap();
+        copy_shared_pki(&env.etcd().member(0).dir.join("pki"), dir.path());
+        let joinguard = crate::JOINGUARD;
+        let run = |cert_dir: &std::path::Path| {
+            let mut cmd = env.joiner().command(joinguard);
+            cmd.args(["preflight", &env.api().addr().to_string(), "--token", TOKEN])
+                .args(["--discovery-token-ca-cert-hash", &env.fixture().ca_pin])
+                .arg("--cert-dir")
+                .arg(cert_dir)
+                .arg("-vvv");
+            let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(90))
+                .expect("joinguard ran");
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let (code, stdout, stderr) = run(dir.path());
+        assert_eq!(code, 0, "{stdout}{stderr}");
         assert!(
-            stdout.contains(&format!("{peer}  etcd-peer-probe")),
-            "{stdout}"
+            stderr.contains("minted an in-memory etcd client certificate from the etcd CA"),
+            "{stderr}"
         );
-    }
-    let reqs = env.api.requests();
-    assert!(
-        !reqs.iter().any(|r| r.path.contains("kubeadm-certs")),
-        "kubeadm-certs is not read with --cert-dir: {reqs:?}"
-    );
-    let lists: Vec<_> = reqs
-        .iter()
-        .filter(|r| r.path == "/api/v1/namespaces/kube-system/pods")
-        .collect();
-    assert_eq!(lists.len(), 1, "{lists:?}");
-    assert_eq!(lists[0].user.as_deref(), Some("joinguard-preflight"));
-    for text in [&stdout, &stderr] {
-        assert!(!text.contains("PRIVATE KEY"), "key material leaked");
-    }
+        for ep in &eps {
+            let host = ep.trim_start_matches("https://");
+            assert!(stdout.contains(&format!("{host}  etcd-status")), "{stdout}");
+            let peer = host.replace(":2379", ":2380");
+            assert!(
+                stdout.contains(&format!("{peer}  etcd-peer-probe")),
+                "{stdout}"
+            );
+        }
+        let reqs = env.api().requests();
+        assert!(
+            !reqs.iter().any(|r| r.path.contains("kubeadm-certs")),
+            "kubeadm-certs is not read with --cert-dir: {reqs:?}"
+        );
+        let lists: Vec<_> = reqs
+            .iter()
+            .filter(|r| r.path == "/api/v1/namespaces/kube-system/pods")
+            .collect();
+        assert_eq!(lists.len(), 1, "{lists:?}");
+        assert_eq!(lists[0].user.as_deref(), Some("joinguard-preflight"));
+        for text in [&stdout, &stderr] {
+            assert!(!text.contains("PRIVATE KEY"), "key material leaked");
+        }
 
-    // A directory without the etcd CA: exit 2 before any network call, naming the file.
-    let before = env.api.requests().len();
-    let empty = tempfile::tempdir().unwrap();
-    let (code, stdout, stderr) = run(empty.path());
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(
-        stderr.contains("--cert-dir") && stderr.contains("etcd/ca.crt"),
-        "{stderr}"
-    );
-    assert_eq!(env.api.requests().len(), before, "no request was made");
-}
+        // A directory without the etcd CA: exit 2 before any network call, naming the file.
+        let before = env.api().requests().len();
+        let empty = tempfile::tempdir().unwrap();
+        let (code, stdout, stderr) = run(empty.path());
+        assert_eq!(code, 2, "{stdout}{stderr}");
+        assert!(
+            stderr.contains("--cert-dir") && stderr.contains("etcd/ca.crt"),
+            "{stderr}"
+        );
+        assert_eq!(env.api().requests().len(), before, "no request was made");
+    }
+);
 
 /// Copies what kubeadm's manual certificate distribution copies from a control-plane node's
 /// /etc/kubernetes/pki to a joining one (copycerts.go `certsToTransfer`): byte for byte, modes kept.
@@ -696,7 +614,7 @@ struct JoinInputs {
 #[test]
 fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
     use netlab::pki::{KeyProfile, KubeadmPki};
-    let _s = serial();
+    let _s = netlab::harness::serial();
     for profile in [
         KeyProfile::RSA_2048,
         KeyProfile::ECDSA_P256,
@@ -708,22 +626,27 @@ fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
             )),
             ..EtcdSpec::default()
         };
-        let (env, eps) = env3_with(Etcd::StackedPods, spec);
+        let env = lab3(Layout::EtcdPods)
+            .etcd_spec(spec)
+            .name("etcd_preflight_on_kubeadm_pkis_from_every_join_input")
+            .build()
+            .expect("lab environment");
+        let eps = env.etcd().client_endpoints();
         // The kubeadm-certs entries are the lab PKI's files, in kubeadm's encoding.
-        let m1_pki = env._etcd.member(0).dir.join("pki");
+        let m1_pki = env.etcd().member(0).dir.join("pki");
         let ca_key = std::fs::read_to_string(m1_pki.join("etcd/ca.key")).unwrap();
         assert!(
             ca_key.starts_with(&format!("-----BEGIN {}-----", profile.pem_label())),
             "{profile}"
         );
-        let config = env.lab.dir().join("kubeadm-join-config.yaml");
+        let config = env.lab().dir().join("kubeadm-join-config.yaml");
         std::fs::write(
             &config,
             format!(
                 "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\n",
-                env.api.addr(),
-                env.fixture.ca_pin,
-                env.lab.host("joiner").addr()
+                env.api().addr(),
+                env.fixture().ca_pin,
+                env.joiner().addr()
             ),
         )
         .unwrap();
@@ -731,11 +654,11 @@ fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
         copy_shared_pki(&m1_pki, cert_dir.path());
         let discovery: Vec<std::ffi::OsString> = [
             "preflight",
-            &env.api.addr().to_string(),
+            &env.api().addr().to_string(),
             "--token",
             TOKEN,
             "--discovery-token-ca-cert-hash",
-            &env.fixture.ca_pin,
+            &env.fixture().ca_pin,
         ]
         .iter()
         .map(|s| s.into())
@@ -771,11 +694,11 @@ fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
                 ]),
             },
         ];
-        let joinguard = env!("CARGO_BIN_EXE_joinguard");
+        let joinguard = crate::JOINGUARD;
         for input in &inputs {
-            let mut cmd = env.lab.host("joiner").command(joinguard);
+            let mut cmd = env.joiner().command(joinguard);
             cmd.args(&input.args).arg("-v");
-            let out = netlab::etcd::output_within(&mut cmd, std::time::Duration::from_secs(90))
+            let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(90))
                 .expect("joinguard ran");
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
