@@ -2,7 +2,9 @@
 //! path, every trust failure (and that nothing is requested after it), and retries of transient
 //! faults. Needs root.
 
-use joinguard_core::discovery::{self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError};
+use joinguard_core::discovery::{
+    self, parse_pin, BootstrapToken, CaTrust, Discovered, DiscoveryError,
+};
 use joinguard_core::retry::Recorder;
 use netlab::apiserver::{ApiServer, ApiServerOptions, FaultKind, FaultRule, Method};
 use netlab::etcd::EtcdSpec;
