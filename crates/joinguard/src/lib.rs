@@ -18,7 +18,6 @@ pub mod monitor;
 pub mod output;
 pub mod preflight;
 pub mod probe;
-pub mod report;
 pub mod retry;
 pub mod sampling;
 pub mod stats;

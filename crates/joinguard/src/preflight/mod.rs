@@ -8,6 +8,7 @@
 //! formats by itself.
 
 pub mod input;
+pub mod report;
 pub mod run;
 pub mod traces;
 
@@ -22,9 +23,9 @@ use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
 use crate::kubeadm;
 use crate::output;
+use crate::preflight::report::{render_json, render_text, Report};
 use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
-use crate::report::{render_json, render_text, Report};
 use crate::retry::{wait_until, Backoff};
 use crate::retry::{Recorder, RetryPolicy};
 use crate::sampling::SamplingPolicy;
