@@ -59,7 +59,8 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
-    /// The DESIGN section 5 table, scaled by the members' timing.
+    /// The default limits (etcd's tuning guidance for the peer and client paths, joinguard's own
+    /// defaults for loss, API latency and clock skew), scaled by the members' timing.
     pub fn from_etcd_timing(heartbeat: Duration, election: Duration) -> Thresholds {
         let hb = heartbeat.as_secs_f64() * 1000.0;
         let el = election.as_secs_f64() * 1000.0;
@@ -102,7 +103,7 @@ impl Thresholds {
                 peer_error_basis,
             ),
             // A client request that takes longer than the heartbeat interval waits for more than
-            // one raft round; DESIGN section 5.
+            // one raft round.
             etcd_client_latency: Threshold::new(
                 hb / 2.0,
                 hb,
@@ -115,14 +116,14 @@ impl Thresholds {
                 format!("1/2 of the {hb_s} heartbeat interval"),
                 format!("the {hb_s} heartbeat interval"),
             ),
-            // joinguard defaults (DESIGN section 5); loss is the round-trip loss of a probe.
+            // joinguard defaults; loss is the round-trip loss of a probe.
             packet_loss: Threshold::new(
                 1.0,
                 5.0,
                 "joinguard's default".into(),
                 "joinguard's default".into(),
             ),
-            // joinguard defaults (DESIGN section 5) for the /readyz p90 through the endpoint.
+            // joinguard defaults for the /readyz p90 through the endpoint.
             api_server_latency: Threshold::new(
                 250.0,
                 1000.0,
@@ -136,7 +137,7 @@ impl Thresholds {
                 "25% of kubeadm's 2 min etcd API call budget (EtcdAPICall)".into(),
                 "50% of kubeadm's 2 min etcd API call budget (EtcdAPICall)".into(),
             ),
-            // joinguard defaults (DESIGN section 5): certificates and tokens carry second-level
+            // joinguard defaults: certificates and tokens carry second-level
             // validity times; 30 s of skew makes fresh ones "not yet valid" on the other side.
             clock_skew: Threshold::new(
                 1.0,
