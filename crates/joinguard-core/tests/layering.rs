@@ -59,8 +59,6 @@ const FORBIDDEN: &[(&str, &str, &str)] = &[(
 
 /// Imports that break a rule today, each with the move that ends it. (importer, imported).
 const ALLOWED: &[(&str, &str, &str)] = &[
-    // checks engineer: the API error types move from retry/classify.rs to kube.
-    ("kube", "retry", "API error types retry/classify.rs -> kube"),
     // kube's TLS client and its failure type are probe's; TLS material (identity) is already
     // foundation. Pending: probe::tls and ProbeFailure's TLS part beside probe::identity.
     (
@@ -73,14 +71,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "stats",
         "probe",
         "probe::{Sample, ProbeKind, ProbeFailure} to a foundation module",
-    ),
-    // checks engineer: etcd_probe_failure / http_probe_failure move from preflight::run to
-    // probe. core (not done in this round): resolve_input's discovery and join-line parts move
-    // to discovery, so monitor stops importing preflight.
-    (
-        "monitor",
-        "preflight",
-        "probe failure mapping -> probe; resolve_input -> discovery",
     ),
 ];
 

@@ -9,10 +9,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use joinguard_core::monitor::{self, DEFAULT_LISTEN};
+use joinguard_core::preflight::{self, report};
+use joinguard_core::status;
 use joinguard_core::trace::command::spec_from_request;
 use joinguard_core::trace::report::TracedPath;
 use joinguard_core::trace::{self, TraceError};
-use joinguard_core::{preflight, report, status};
 use joinguard_core::{
     MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput, StatusReport,
     StatusSpec, Stopped, TraceRequest, Verdict,

@@ -12,6 +12,7 @@
 //! still retransmitting on. The dozen requests of a join need neither watches nor typed objects,
 //! and the TLS stack (rustls, the CA and identity loading) is the one preflight already uses.
 
+pub mod error;
 pub mod kubeconfig;
 
 use std::net::SocketAddr;
@@ -32,8 +33,8 @@ use zeroize::Zeroizing;
 use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::{self, TlsClient, TlsFailure};
 use crate::probe::ProbeFailure;
-use crate::retry::{ApiCallError, ApiError, TransportError};
 
+pub use error::{ApiCallError, ApiError, TransportError};
 pub use kubeconfig::{Credentials, Kubeconfig, KubeconfigError};
 
 /// Largest response body read (kube-apiserver's request limit is 3 MiB; a kubeadm-config

@@ -15,8 +15,8 @@ use tokio::time::Instant;
 
 use super::Shared;
 use crate::check::EtcdMemberHealth;
-use crate::preflight::run::{etcd_probe_failure, http_probe_failure};
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberStatus};
+use crate::probe::failure::{etcd_probe_failure, http_probe_failure};
 use crate::probe::http;
 use crate::probe::peer::PeerSession;
 use crate::probe::tls::TlsClient;

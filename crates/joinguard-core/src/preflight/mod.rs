@@ -8,6 +8,7 @@
 //! This module wires the stages together and returns an [`Outcome`]; it neither probes, formats,
 //! prints nor picks an exit code (the binary does).
 
+pub mod report;
 pub mod run;
 pub mod traces;
 
@@ -16,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::notes::Notes;
-use crate::report::Report;
 use crate::retry::{wait_until, Backoff};
 use crate::sampling::SamplingPolicy;
 use crate::spec::Output;
 use crate::stats::Summary;
 use crate::target::TargetKind;
+use report::Report;
 
 pub use crate::discovery::input::{self, InputError, PreflightInput};
 pub use crate::discovery::join::resolve_input;

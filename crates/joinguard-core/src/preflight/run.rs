@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::check::{EtcdMemberHealth, Thresholds};
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberInfo, SnapshotProbe};
-use crate::probe::http::{self, HttpFailure};
+use crate::probe::failure::{etcd_probe_failure, http_probe_failure};
+use crate::probe::http;
 use crate::probe::icmp::{IcmpError, Pinger};
 use crate::probe::identity::{ALPN_H2, ALPN_HTTP1};
 use crate::probe::peer::PeerSession;
@@ -980,26 +981,6 @@ fn label_members(obs: &mut Observations) {
                 .map(|t| t.endpoint);
             h.is_learner |= m.is_learner;
         }
-    }
-}
-
-pub(crate) fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
-    match e {
-        EtcdFailure::Timeout(ms) => ProbeFailure::Timeout(*ms),
-        EtcdFailure::Refused => ProbeFailure::Refused,
-        EtcdFailure::Io(s) => ProbeFailure::Io(s.clone()),
-        EtcdFailure::Untrusted(t) => ProbeFailure::Tls(t.to_string()),
-        EtcdFailure::Tls(s) => ProbeFailure::Tls(s.clone()),
-        other => ProbeFailure::Protocol(other.to_string()),
-    }
-}
-
-pub(crate) fn http_probe_failure(e: &HttpFailure) -> ProbeFailure {
-    match e {
-        HttpFailure::Timeout { after_ms, .. } => ProbeFailure::Timeout(*after_ms),
-        HttpFailure::Tls(tls::TlsFailure::Tcp(f)) => f.clone(),
-        HttpFailure::Tls(t) => ProbeFailure::Tls(t.to_string()),
-        HttpFailure::Protocol(p) => ProbeFailure::Protocol(p.clone()),
     }
 }
 

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::check::{CheckName, Status};
-use crate::report::{Report, TargetTrace};
+use crate::preflight::report::{Report, TargetTrace};
 use crate::trace::report::TracedPath;
 use crate::trace::{self, TraceError, TraceProtocol, TraceSpec};
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod etcd;
+pub mod failure;
 pub mod http;
 pub mod icmp;
 pub mod identity;
