@@ -42,7 +42,7 @@ pub enum LatencyFigure {
     EffectiveRtt,
     /// Robust p99 (`EtcdClientLatency`, `EtcdQuorumReadLatency`).
     RobustP99,
-    /// Nearest-rank p90 (`APIServerLatency`, per DESIGN section 5). A single outlier cannot move
+    /// Nearest-rank p90 (`APIServerLatency`, per the threshold table in docs/preflight.md). A single outlier cannot move
     /// a p90 once there are 10 samples, so it needs no trimming.
     P90,
 }
@@ -211,7 +211,7 @@ impl SamplingPolicy {
     }
 }
 
-/// The band of a latency figure: strictly above a limit crosses it (DESIGN: "warn > x").
+/// The band of a latency figure: strictly above a limit crosses it (the threshold rule: "warn > x").
 pub fn latency_band(l: &Latency, figure: LatencyFigure, warn_ms: f64, error_ms: f64) -> Band {
     let v = figure.value(l);
     if v > error_ms {

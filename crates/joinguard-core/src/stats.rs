@@ -5,7 +5,7 @@
 //! `check`), decide how many samples to take (`sampling`) or format anything (`report`). It does
 //! no I/O.
 //!
-//! The design rule it serves (DESIGN section 5): a single outlier never fails a check, and a real
+//! The rule it serves (the checks' thresholds, docs/preflight.md): a single outlier never fails a check, and a real
 //! degradation is never averaged away. So checks never use a mean of RTTs, and never the raw
 //! maximum: they use high quantiles after discarding the top tenth of the samples (at least one).
 //! One spike is discarded; a shift that affects a fifth of the samples is not.
@@ -243,7 +243,7 @@ mod tests {
         }
     }
 
-    /// The peer-latency limits at the default 100 ms heartbeat (DESIGN section 5).
+    /// The peer-latency limits at the default 100 ms heartbeat (docs/preflight.md, the threshold table).
     const WARN: f64 = 100.0 / 3.0;
     const ERROR: f64 = 200.0 / 3.0;
 

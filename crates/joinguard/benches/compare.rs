@@ -1,4 +1,4 @@
-//! Side-by-side benchmarks against the tools operators use today (DESIGN section 8, rows 1 to 3),
+//! Side-by-side benchmarks against the tools operators use today (etcdctl, kubectl and ping: docs/benchmarks.md, rows 1 to 3),
 //! on one fabric in one run:
 //! - **accuracy**: one member at a one-way delay d of 0.5, 5, 25 and 100 ms, with and without
 //!   jitter (normal, sigma d/10). joinguard's p50 RTT (ICMP echo and etcd Status) against the

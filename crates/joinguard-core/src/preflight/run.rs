@@ -36,7 +36,7 @@ const PACE: Duration = Duration::from_millis(5);
 /// ICMP echoes go out in batches this size, this far apart, between sampling decisions.
 const ICMP_BATCH: u16 = 50;
 const ICMP_INTERVAL: Duration = Duration::from_millis(2);
-/// Opt-in bandwidth probe: the first 8 MiB of a snapshot (DESIGN section 4).
+/// Opt-in bandwidth probe: the first 8 MiB of a snapshot (`EtcdSnapshotTransfer`, docs/preflight.md).
 const SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024;
 /// Write probe lease TTL: short, so nothing outlives a killed run for long.
 const WRITE_TTL: Duration = Duration::from_secs(10);

@@ -12,7 +12,7 @@
 //! reuses the established channel (about one round trip).
 //!
 //! Every call is a single attempt bounded by the per-sample timeout: a failure is a data point
-//! (loss), never retried here. The retry layer (DESIGN section 6) is a separate module.
+//! (loss), never retried here. The retry layer (`crate::retry`, docs/retries.md) is a separate module.
 //!
 //! Key material: etcd-client takes PEM, and tonic copies the key into buffers this crate cannot
 //! zeroize. Our own copies ([`EtcdTls`]) are zeroized on drop.
@@ -37,8 +37,8 @@ use crate::target::{Target, TargetKind};
 /// Keys the write probe creates live under this prefix, and nowhere else.
 pub const PREFLIGHT_PREFIX: &str = "/joinguard/preflight/";
 
-/// The longest lease the write probe asks for: nothing it writes can outlive this (DESIGN section
-/// 4; etcd raises TTLs below its minimum, 2 s by default, `server/lease/lessor.go`).
+/// The longest lease the write probe asks for: nothing it writes can outlive this
+/// (etcd raises TTLs below its minimum, 2 s by default, `server/lease/lessor.go`).
 pub const MAX_WRITE_TTL: Duration = Duration::from_secs(10);
 
 /// TLS settings for etcd-client: the CA and, optionally, the client identity, as PEM.

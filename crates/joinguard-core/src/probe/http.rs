@@ -23,7 +23,7 @@ use super::{ProbeFailure, Sample};
 use crate::target::Target;
 
 /// Largest body read from a probe response. `/readyz` answers "ok", `/raft/probing` a small JSON
-/// object; anything bigger is cut here (DESIGN section 9: every read has a size limit).
+/// object; anything bigger is cut here (every read has a size limit: `crate::limits`).
 pub const MAX_BODY: usize = 64 * 1024;
 
 /// The phase an HTTP probe was in when its time ran out.

@@ -1,6 +1,6 @@
 //! Error classification: what a failed API or etcd call means for the retry layer.
 //!
-//! This file owns the error table of DESIGN section 6. It turns a Kubernetes API answer (HTTP
+//! This file owns the error table of docs/retries.md. It turns a Kubernetes API answer (HTTP
 //! status plus the `Status` object in the body), a transport failure, or an etcd gRPC error into
 //! an [`ErrorClass`]. It decides nothing about timing: the runner in the parent module does.
 
@@ -207,7 +207,7 @@ impl fmt::Display for Reason {
 
 /// Anything the retry layer can run: it must say what its failures mean.
 pub trait Classify: fmt::Display {
-    /// The class of this failure (DESIGN section 6's table).
+    /// The class of this failure (docs/retries.md's table).
     fn classify(&self) -> ErrorClass;
 
     /// The server's requested wait (`Retry-After`, or a Status `details.retryAfterSeconds`).
@@ -253,7 +253,7 @@ impl Classify for ApiError {
                 Some(r) => Transient(r),
                 // kube-apiserver passes a gRPC error from its etcd client on as a 500 with Go's
                 // text, `rpc error: code = Unavailable desc = ...`: the member it used went away
-                // and the write may not have been sent. Unavailable is transient (DESIGN 6).
+                // and the write may not have been sent. Unavailable is transient (docs/retries.md).
                 None if self.message.contains("code = Unavailable") => {
                     Transient(Reason::GrpcUnavailable)
                 }
@@ -296,7 +296,7 @@ impl Classify for TransportError {
             // budget bounds how long we wait for it.
             TransportError::Dns(_) => Transient(Reason::Dns),
             TransportError::Tls(_) => ErrorClass::Trust,
-            // Unknown transport failures are not on DESIGN's retried list: fail fast and say
+            // Unknown transport failures are not on the retried list: fail fast and say
             // what happened rather than spin on something we do not understand.
             TransportError::Other(_) => Permanent(Reason::Other),
         }
@@ -399,7 +399,7 @@ mod tests {
         .into_bytes()
     }
 
-    /// DESIGN section 6, every HTTP row.
+    /// docs/retries.md, every HTTP row.
     #[test]
     fn http_table() {
         let rows: &[(u16, &str, &str, ErrorClass)] = &[
@@ -486,7 +486,7 @@ mod tests {
         }
     }
 
-    /// DESIGN section 6, every transport row (GOAWAY, refused, reset, EOF, timeout) and trust.
+    /// docs/retries.md, every transport row (GOAWAY, refused, reset, EOF, timeout) and trust.
     #[test]
     fn transport_table() {
         let io = |k: io::ErrorKind| TransportError::from_io(&io::Error::new(k, "x"));
@@ -575,7 +575,7 @@ mod tests {
         assert_eq!(TransportError::from_io(&rustls_err).classify(), Trust);
     }
 
-    /// DESIGN section 6 for etcd: Unavailable/DeadlineExceeded and etcd's messages are transient;
+    /// docs/retries.md for etcd: Unavailable/DeadlineExceeded and etcd's messages are transient;
     /// other codes permanent; TLS trust.
     #[test]
     fn etcd_table() {

@@ -1,8 +1,8 @@
-//! The retry layer (DESIGN section 6): every call joinguard makes to the API server or etcd, and
+//! The retry layer (policies and error table in docs/retries.md): every call joinguard makes to the API server or etcd, and
 //! every "wait until fit" loop, runs through here.
 //!
 //! This module owns the four standard policies and their budgets, the backoff schedules (built on
-//! backon's `ExponentialBuilder`, with DESIGN's jitter applied on top), the per-attempt timeout and
+//! backon's `ExponentialBuilder`, with our jitter factors applied on top), the per-attempt timeout and
 //! whole-operation deadline, error classification ([`classify`]), `Retry-After`, the 409
 //! re-read-and-re-apply path ([`run_mutation`]), the wake-on-connect watcher ([`wake`]) and the
 //! attempt record ([`record`]). It must not know what an operation does (it gets a closure), must
@@ -37,7 +37,7 @@ pub const MIN_ATTEMPT_WINDOW: Duration = Duration::from_millis(250);
 /// The shortest budget [`RetryPolicy::with_budget`] accepts: one attempt must fit.
 pub const MIN_BUDGET: Duration = Duration::from_secs(1);
 
-/// A hard cap on backoff steps per operation, on top of the deadline (DESIGN section 9: no loop
+/// A hard cap on backoff steps per operation, on top of the deadline (no loop
 /// is unbounded).
 const MAX_STEPS: usize = 1000;
 
@@ -46,7 +46,7 @@ const MAX_STEPS: usize = 1000;
 const CONFLICT_JITTER: Duration = Duration::from_millis(50);
 
 /// One exponential schedule: `start`, times `factor` each step, capped at `max_delay`, then
-/// jittered. Jitter follows Kubernetes' `wait.Jitter` (the model behind DESIGN's and clusterctl's
+/// jittered. Jitter follows Kubernetes' `wait.Jitter` (the model behind our policies' and clusterctl's
 /// numbers): a step `d` becomes `d + d * jitter * U[0,1)`, i.e. it lies in `[d, d * (1 + jitter))`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Backoff {
@@ -183,7 +183,7 @@ impl RetryPolicy {
                 start: Duration::from_millis(start_ms),
                 factor: 1.5,
                 jitter,
-                // Not in DESIGN: a cap so that an HTTP-level outage (503s, where the watcher
+                // Beyond the policy table: a cap so that an HTTP-level outage (503s, where the watcher
                 // cannot help) is re-tried at least every ~10 s (5 s for the 15 s policies).
                 max_delay: Duration::from_secs(if budget > 15 { 10 } else { 5 }),
             },

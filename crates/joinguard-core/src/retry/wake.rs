@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// Time between connect probes. 150 ms bounds the wake latency near DESIGN's "do not wait for
+/// Time between connect probes. 150 ms bounds the wake latency near the retry layer's rule "do not wait for
 /// the backoff step" intent while costing at most ~7 SYNs a second.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(150);
 

@@ -106,7 +106,7 @@ pub async fn update_status(input: &StatusInput, recorder: &Recorder) -> Run {
     let mut ops = Vec::new();
 
     // The era: one read. It belongs to a group with writes, so it runs on the write policy
-    // (DESIGN 6: "groups with at least one write"): a 20 s outage must not end the join at the
+    // (docs/retries.md: "groups with at least one write"): a 20 s outage must not end the join at the
     // read policy's 15 s. A missing kubeadm-config is not something to wait for.
     let op = "kube-system/kubeadm-config get";
     let read = with_deadline(input.budgets.write());

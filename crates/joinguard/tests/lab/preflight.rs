@@ -163,7 +163,7 @@ labtest!(
                 "{peer}: {pc:?}"
             );
         }
-        // DESIGN: by default nothing is written to etcd. Not one committed proposal.
+        // The product's promise: by default nothing is written to etcd. Not one committed proposal.
         assert_eq!(
             before,
             after,
