@@ -1,7 +1,7 @@
 //! Kubernetes error answers: status code, `Retry-After` and the `Status` body, through the
 //! retry classifier. Input: 2 bytes status, 1 byte header length, the header, then the body.
 #![no_main]
-use joinguard::retry::{ApiCallError, ApiError, Classify};
+use joinguard_core::retry::{ApiCallError, ApiError, Classify};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,11 +19,11 @@ fuzz_target!(|data: &[u8]| {
     let class = call.classify();
     let _ = format!("{class:?}");
     if let Some(h) = header {
-        let _ = joinguard::retry::parse_retry_after(h, std::time::SystemTime::now());
+        let _ = joinguard_core::retry::parse_retry_after(h, std::time::SystemTime::now());
     }
     // etcd's gRPC errors go through the same classifier.
     if let Ok(msg) = std::str::from_utf8(body) {
         let s = tonic::Status::new(tonic::Code::from(i32::from(data[0] % 20)), msg);
-        let _ = joinguard::retry::classify_grpc(&s);
+        let _ = joinguard_core::retry::classify_grpc(&s);
     }
 });

@@ -3,7 +3,7 @@
 #![no_main]
 use etcd_client::proto::{PbMemberListResponse, PbStatusResponse};
 use etcd_client::{MemberListResponse, StatusResponse};
-use joinguard::probe::etcd::{MemberInfo, MemberStatus};
+use joinguard_core::probe::etcd::{MemberInfo, MemberStatus};
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
             for t in client.iter().chain(peer.iter()) {
                 // A target from a member URL must print and round-trip as a URL.
                 let url = t.url();
-                let again = joinguard::target::Target::parse_url(t.kind, &url)
+                let again = joinguard_core::target::Target::parse_url(t.kind, &url)
                     .unwrap_or_else(|e| panic!("{url}: {e}"));
                 assert_eq!(again.endpoint, t.endpoint, "{url}");
             }

@@ -4,7 +4,7 @@
 #![no_main]
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use joinguard::discovery::cluster::{decrypt_bytes, etcd_material};
+use joinguard_core::discovery::cluster::{decrypt_bytes, etcd_material};
 use libfuzzer_sys::fuzz_target;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 

@@ -1,4 +1,4 @@
-//! Side-by-side benchmarks against the tools operators use today (DESIGN section 8, rows 1 to 3),
+//! Side-by-side benchmarks against the tools operators use today (etcdctl, kubectl and ping: docs/benchmarks.md, rows 1 to 3),
 //! on one fabric in one run:
 //! - **accuracy**: one member at a one-way delay d of 0.5, 5, 25 and 100 ms, with and without
 //!   jitter (normal, sigma d/10). joinguard's p50 RTT (ICMP echo and etcd Status) against the
@@ -21,7 +21,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use netlab::apiserver::{ApiServer, ApiServerOptions};
-use netlab::etcd::{output_within, EtcdCluster, EtcdSpec};
+use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::process::output_within;
 use netlab::{Impairment, Lab};
 use serde_json::{json, Value};
 
@@ -118,7 +119,7 @@ fn p50(report: &Value, target: &str, probe: &str) -> f64 {
         .into_iter()
         .flatten()
         .find(|m| m["target"] == target && m["probe"] == probe)
-        .and_then(|m| m["p50_ms"].as_f64())
+        .and_then(|m| m["p50Ms"].as_f64())
         .unwrap_or(f64::NAN)
 }
 

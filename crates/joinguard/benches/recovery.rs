@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use joinguard::kube::{ApiClient, Kubeconfig};
-use joinguard::retry::{self, Backoff, PolicyKind, Recorder, RetryPolicy, WakeOnConnect};
-use joinguard::status::set_api_endpoint;
+use joinguard_core::kube::{ApiClient, Kubeconfig};
+use joinguard_core::retry::{self, Backoff, PolicyKind, Recorder, RetryPolicy, WakeOnConnect};
+use joinguard_core::status::set_api_endpoint;
 use netlab::apiserver::fixture::{self, ApiEndpoint, FixtureOptions};
 use netlab::apiserver::{ApiServer, ApiServerOptions, FaultKind, FaultRule, Method};
 use netlab::etcd::{EtcdCluster, EtcdSpec};

@@ -186,7 +186,7 @@ fn main() {
         .unwrap_or(Value::Null);
     let _ = writeln!(
         md,
-        "Machine: {} CPUs, kernel {}; {}. The fabric is netlab (DESIGN section 7): network \
+        "Machine: {} CPUs, kernel {}; {}. The fabric is netlab (docs/netlab.md): network \
          namespaces joined by a userspace TUN forwarder that adds the delays.\n",
         machine["cpus"],
         machine["kernel"].as_str().unwrap_or("?"),

@@ -2,12 +2,16 @@
 //! etcdctl's for etcd TLS). Parsing into validated inputs happens in the command modules, so
 //! that every bad value gets the same exit code (2) and a message naming the flag.
 //!
-//! Kept in the library so that completions and the man page can be generated from it.
+//! The binary's: the core never sees a clap type. Each command's flags map onto its plain spec in
+//! `joinguard_core::spec` (the `From` impls below); completions and man pages render from here.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use joinguard_core::spec;
+
+pub use joinguard_core::duration::parse_duration;
 
 /// joinguard: make kubeadm control-plane joins fail fast on an unfit network, and recover by
 /// themselves from transient API faults.
@@ -108,14 +112,6 @@ Examples:
   joinguard man | man -l -
   joinguard man preflight | man -l -
   joinguard man --out-dir /usr/local/share/man/man1";
-
-/// Arguments of a command that is planned but not built yet: it accepts anything, says so and
-/// exits 2.
-#[derive(Args, Debug)]
-pub struct Unbuilt {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
-}
 
 /// `joinguard monitor`.
 ///
@@ -495,8 +491,8 @@ pub struct TraceArgs {
 
     /// Probe type. `tcp` sends SYNs to --port and never completes a handshake: it follows the
     /// path a service's connections take, through firewalls that treat ICMP differently.
-    #[arg(long, value_enum, default_value_t = crate::trace::TraceProtocol::Icmp)]
-    pub protocol: crate::trace::TraceProtocol,
+    #[arg(long, value_enum, default_value_t = TraceProtocol::Icmp)]
+    pub protocol: TraceProtocol,
 
     /// Destination port: required for tcp; for udp a fixed port instead of 33434 and up.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
@@ -682,16 +678,139 @@ impl Cli {
     pub fn verbosity(&self) -> u8 {
         let klog = self
             .klog_v
-            .map(crate::kubeadm::flags::klog_level_to_verbosity)
+            .map(joinguard_core::kubeadm::flags::klog_level_to_verbosity)
             .unwrap_or(0);
         self.verbose.max(klog)
     }
 }
 
-/// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration like 100ms, 30s or 5m ({e})"))
+// The first stage of two: clap's structs onto the core's plain specs, one field at a time (the
+// core validates them; its messages name the flags).
+
+impl From<PreflightArgs> for spec::PreflightSpec {
+    fn from(a: PreflightArgs) -> Self {
+        spec::PreflightSpec {
+            api_server_endpoint: a.api_server_endpoint,
+            apiserver_cacert: a.apiserver_cacert,
+            config: a.config,
+            token: a.token,
+            discovery_token: a.discovery_token,
+            tls_bootstrap_token: a.tls_bootstrap_token,
+            discovery_file: a.discovery_file,
+            control_plane: a.control_plane,
+            apiserver_advertise_address: a.apiserver_advertise_address,
+            apiserver_bind_port: a.apiserver_bind_port,
+            discovery_token_ca_cert_hash: a.discovery_token_ca_cert_hash,
+            discovery_token_unsafe_skip_ca_verification: a
+                .discovery_token_unsafe_skip_ca_verification,
+            certificate_key: a.certificate_key,
+            cert_dir: a.cert_dir,
+            etcd_endpoints: a.etcd_endpoints,
+            etcd_peer_endpoints: a.etcd_peer_endpoints,
+            etcd_cacert: a.etcd_cacert,
+            etcd_cert: a.etcd_cert,
+            etcd_key: a.etcd_key,
+            etcd_heartbeat_interval: a.etcd_heartbeat_interval,
+            etcd_election_timeout: a.etcd_election_timeout,
+            ignore_preflight_errors: a.ignore_preflight_errors,
+            write_probe: a.write_probe,
+            bandwidth: a.bandwidth,
+            wait: a.wait,
+            timeout: a.timeout,
+            node_name: a.node_name,
+            output: a.output.into(),
+            kubeadm: a.kubeadm.into(),
+            given: a.given,
+        }
+    }
+}
+
+impl From<KubeadmIgnored> for spec::KubeadmIgnored {
+    fn from(a: KubeadmIgnored) -> Self {
+        spec::KubeadmIgnored {
+            cri_socket: a.cri_socket,
+            skip_phases: a.skip_phases,
+            patches: a.patches,
+            dry_run: a.dry_run,
+            rootfs: a.rootfs,
+            vmodule: a.vmodule,
+            add_dir_header: a.add_dir_header,
+            skip_headers: a.skip_headers,
+            alsologtostderr: a.alsologtostderr,
+            log_backtrace_at: a.log_backtrace_at,
+            log_dir: a.log_dir,
+            log_file: a.log_file,
+            log_file_max_size: a.log_file_max_size,
+            logtostderr: a.logtostderr,
+            one_output: a.one_output,
+            skip_log_headers: a.skip_log_headers,
+            stderrthreshold: a.stderrthreshold,
+        }
+    }
+}
+
+impl From<UpdateStatusArgs> for spec::StatusSpec {
+    fn from(a: UpdateStatusArgs) -> Self {
+        spec::StatusSpec {
+            kubeconfig: a.kubeconfig,
+            context: a.context,
+            config: a.config,
+            node_name: a.node_name,
+            apiserver_advertise_address: a.apiserver_advertise_address,
+            apiserver_bind_port: a.apiserver_bind_port,
+            timeout: a.timeout,
+            output: a.output.into(),
+            given: a.given,
+        }
+    }
+}
+
+impl From<TraceArgs> for spec::TraceRequest {
+    fn from(a: TraceArgs) -> Self {
+        spec::TraceRequest {
+            target: a.target,
+            protocol: a.protocol.into(),
+            port: a.port,
+            cycles: a.cycles,
+            max_hops: a.max_hops,
+            interval: a.interval,
+            probe_timeout: a.probe_timeout,
+            timeout: a.timeout,
+            dns: a.dns,
+            output: a.output.into(),
+        }
+    }
+}
+
+impl From<Output> for spec::Output {
+    fn from(o: Output) -> Self {
+        match o {
+            Output::Text => spec::Output::Text,
+            Output::Json => spec::Output::Json,
+        }
+    }
+}
+
+impl From<TraceProtocol> for joinguard_core::trace::TraceProtocol {
+    fn from(p: TraceProtocol) -> Self {
+        match p {
+            TraceProtocol::Icmp => joinguard_core::trace::TraceProtocol::Icmp,
+            TraceProtocol::Udp => joinguard_core::trace::TraceProtocol::Udp,
+            TraceProtocol::Tcp => joinguard_core::trace::TraceProtocol::Tcp,
+        }
+    }
+}
+
+/// Which probes a trace sends (`--protocol`); the core's `trace::TraceProtocol` without clap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceProtocol {
+    /// ICMP echo requests (as `ping`, mtr's default).
+    Icmp,
+    /// UDP datagrams (as `traceroute`): to --port, or to 33434 and up.
+    Udp,
+    /// TCP SYNs to --port (as `mtr -T`, `tcptraceroute`): follows the path a connection to the
+    /// service takes through firewalls that treat ICMP differently. Never completes a handshake.
+    Tcp,
 }
 
 #[cfg(test)]

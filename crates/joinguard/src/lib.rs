@@ -1,27 +1,9 @@
-//! joinguard: fail-fast network pre-checks and self-healing retries for kubeadm control-plane
-//! joins.
-//!
-//! The library holds all logic; the binary only parses flags and calls it. Data flows
-//! inputs -> plan -> probes -> stats -> checks -> report (DESIGN section 3).
+//! The joinguard binary's own pieces, as a library so the integration tests and the fuzz targets
+//! can reach them: the flag definitions (`cli`), the generated documentation (`manual`) and
+//! `version`. All logic is in [`joinguard_core`].
 
-pub mod check;
 pub mod cli;
-pub mod discovery;
-pub mod joinconfig;
-pub mod key;
-pub mod kube;
-pub mod kubeadm;
-pub mod limits;
+pub mod commands;
 pub mod logging;
 pub mod manual;
-pub mod monitor;
-pub mod output;
-pub mod preflight;
-pub mod probe;
-pub mod report;
-pub mod retry;
-pub mod sampling;
-pub mod stats;
-pub mod status;
-pub mod target;
-pub mod trace;
+pub mod version;

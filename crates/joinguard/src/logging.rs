@@ -1,18 +1,9 @@
 //! Logs: `tracing` to stderr, never stdout (stdout carries only the report, so `-o json` stays
 //! parseable). `RUST_LOG` overrides `-v`.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-
-static VERBOSITY: AtomicU8 = AtomicU8::new(0);
-
-/// The `-v` count the process runs with (klog's `--v` already mapped onto it).
-pub fn verbosity() -> u8 {
-    VERBOSITY.load(Ordering::Relaxed)
-}
-
 /// Installs the subscriber: warn by default, -v info, -vv debug, -vvv trace.
 pub fn init(verbose: u8) {
-    VERBOSITY.store(verbose, Ordering::Relaxed);
+    joinguard_core::logging::set_verbosity(verbose);
     let level = match verbose {
         0 => "warn",
         1 => "info",

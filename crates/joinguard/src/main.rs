@@ -1,21 +1,33 @@
-//! The joinguard binary: parses flags and hands them to the library. No logic lives here.
+//! The joinguard binary: parses flags, maps them onto the core's specs, builds the one runtime
+//! and turns what the core returns into output and an exit code (`commands`). No logic lives
+//! here.
 
 use std::process::ExitCode;
 
 use joinguard::cli::Command;
+use joinguard::commands::{self, exit};
 
 fn main() -> ExitCode {
     // kubeadm's spellings (`--v=5`, `-v 5`, `--node_name`) are rewritten before clap parses.
     let cli = joinguard::cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     joinguard::logging::init(cli.verbosity());
     let code = match cli.command {
-        Command::Preflight(args) => joinguard::preflight::run_cli(*args),
-        Command::Version(args) => joinguard::output::print_version(args),
+        Command::Version(args) => joinguard::version::print_version(args),
         Command::Completion(args) => joinguard::manual::run_completion(args),
         Command::Man(args) => joinguard::manual::run_man(args),
-        Command::UpdateStatus(args) => joinguard::status::run_cli(*args),
-        Command::Trace(args) => joinguard::trace::command::run_cli(*args),
-        Command::Monitor(args) => joinguard::monitor::run_cli(args),
+        command => match commands::runtime() {
+            Ok(rt) => match command {
+                Command::Preflight(args) => commands::preflight(&rt, (*args).into()),
+                Command::UpdateStatus(args) => commands::update_status(&rt, (*args).into()),
+                Command::Trace(args) => commands::trace(&rt, (*args).into()),
+                Command::Monitor(args) => commands::monitor(&rt, &args.config, args.listen),
+                Command::Version(_) | Command::Completion(_) | Command::Man(_) => exit::FIT,
+            },
+            Err(e) => {
+                commands::say(&format!("joinguard: cannot start the runtime: {e}"));
+                exit::UNFIT
+            }
+        },
     };
     ExitCode::from(code)
 }

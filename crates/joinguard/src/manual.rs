@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionArgs, ManArgs};
-use crate::output;
+use crate::commands as output;
 
 /// Renders the completion script for `shell`.
 pub fn completion(shell: clap_complete::Shell) -> Vec<u8> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use joinguard::cli::{Cli, Command};
-use joinguard::joinconfig::JoinConfig;
+use joinguard_core::joinconfig::JoinConfig;
 use serde_yaml::Value;
 
 fn examples() -> PathBuf {
@@ -227,9 +227,11 @@ fn the_kubeadm_join_config_loads_with_every_field_joinguard_reads() {
     assert_eq!(c.api_server_endpoint.as_deref(), Some("10.0.0.10:6443"));
     assert_eq!(c.token.as_deref(), Some("abcdef.0123456789abcdef"));
     assert_eq!(c.ca_cert_hashes.len(), 1);
-    joinguard::discovery::parse_pin(&c.ca_cert_hashes[0]).expect("a well-formed pin");
-    joinguard::discovery::cluster::parse_certificate_key(c.certificate_key.as_deref().unwrap())
-        .expect("a well-formed certificate key");
+    joinguard_core::discovery::parse_pin(&c.ca_cert_hashes[0]).expect("a well-formed pin");
+    joinguard_core::discovery::cluster::parse_certificate_key(
+        c.certificate_key.as_deref().unwrap(),
+    )
+    .expect("a well-formed certificate key");
     assert_eq!(c.node_name.as_deref(), Some("cp-2"));
     assert_eq!(
         c.local_api_endpoint,

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use joinguard::probe::icmp::Pinger;
+use joinguard_core::probe::icmp::Pinger;
 use netlab::{Impairment, Lab};
 
 fn ms(d: u64) -> Duration {

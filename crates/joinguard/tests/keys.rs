@@ -8,15 +8,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use joinguard::discovery::cluster::etcd_material_from_dir;
-use joinguard::kube::{ApiClient, Kubeconfig};
-use joinguard::probe::etcd::{self, EtcdTls};
-use joinguard::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::discovery::cluster::etcd_material_from_dir;
+use joinguard_core::kube::{ApiClient, Kubeconfig};
+use joinguard_core::probe::etcd::{self, EtcdTls};
+use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::harness::TOKEN;
 use netlab::pki::{names, CertSpec, KeyAlgorithm, KeyProfile, KubeadmPki, TestCa};
 use netlab::Lab;
-
-const TOKEN: &str = "abcdef.0123456789abcdef";
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(

@@ -10,16 +10,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use joinguard::probe::etcd::{self, EtcdFailure, EtcdTls, SnapshotStop, PREFLIGHT_PREFIX};
-use joinguard::probe::http::{self, HttpFailure};
-use joinguard::probe::identity::{
+use joinguard_core::probe::etcd::{self, EtcdFailure, EtcdTls, SnapshotStop, PREFLIGHT_PREFIX};
+use joinguard_core::probe::http::{self, HttpFailure};
+use joinguard_core::probe::identity::{
     CaBundle, ClientIdentity, IdentityError, TlsFlag, ALPN_H2, ALPN_HTTP1,
 };
-use joinguard::probe::peer;
-use joinguard::probe::tcp;
-use joinguard::probe::tls::{self, TlsClient, TlsFailure, TrustFailureKind};
-use joinguard::probe::{ProbeFailure, ProbeKind};
-use joinguard::target::{Target, TargetKind};
+use joinguard_core::probe::peer;
+use joinguard_core::probe::tcp;
+use joinguard_core::probe::tls::{self, TlsClient, TlsFailure, TrustFailureKind};
+use joinguard_core::probe::{ProbeFailure, ProbeKind};
+use joinguard_core::target::{Target, TargetKind};
 use netlab::pki::{CertSpec, TestCa};
 use tempfile::TempDir;
 

@@ -111,7 +111,7 @@ fn apply(lab: &Lab, req: Request) -> Reply {
         } => {
             let imp: Impairment = match spec.parse() {
                 Ok(i) => i,
-                Err(e) => return fail(e),
+                Err(e) => return fail(e.to_string()),
             };
             let Some(a) = lab.try_host(&from) else {
                 return fail(format!("no host `{from}`"));

@@ -15,10 +15,9 @@
 
 use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
-use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -28,6 +27,10 @@ use crate::host::{Host, HostProcess};
 use crate::lab::Lab;
 use crate::pki::{KubeadmPki, TestCa};
 use crate::Error;
+
+use crate::http::http_get;
+use crate::metrics::metric_sum;
+use crate::process::output_within;
 
 /// The environment variable that selects the etcd binary.
 pub const ETCD_BIN_ENV: &str = "JOINGUARD_ETCD_BIN";
@@ -813,196 +816,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Sums the samples of metric `name` in a Prometheus text exposition, ignoring labels.
-/// `None` when there is no sample of that exact name.
-pub fn metric_sum(text: &str, name: &str) -> Option<f64> {
-    let mut sum = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let Some(rest) = line.strip_prefix(name) else {
-            continue;
-        };
-        let value_part = if let Some(labels) = rest.strip_prefix('{') {
-            // Label values are quoted and may contain `}`; find the closing brace outside quotes.
-            let mut in_quotes = false;
-            let mut escaped = false;
-            let mut end = None;
-            for (k, c) in labels.char_indices() {
-                match c {
-                    _ if escaped => escaped = false,
-                    '\\' => escaped = true,
-                    '"' => in_quotes = !in_quotes,
-                    '}' if !in_quotes => {
-                        end = Some(k);
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            &labels[end? + 1..]
-        } else if rest.starts_with([' ', '\t']) {
-            rest
-        } else {
-            // A longer name with this prefix, e.g. `<name>_bucket`.
-            continue;
-        };
-        let v: f64 = value_part.split_whitespace().next()?.parse().ok()?;
-        *sum.get_or_insert(0.0) += v;
-    }
-    sum
-}
-
-/// A plain HTTP/1.0 GET of `path` on `addr`, made from inside `host`, bounded by `timeout`
-/// overall. Returns the body of a 2xx answer; any other status is an error carrying the body.
-pub fn http_get(
-    host: &Host,
-    addr: SocketAddr,
-    path: &str,
-    timeout: Duration,
-) -> Result<String, Error> {
-    let path = path.to_string();
-    host.run(move || http_get_here(addr, &path, timeout))?
-}
-
-fn http_get_here(addr: SocketAddr, path: &str, timeout: Duration) -> Result<String, Error> {
-    let deadline = Instant::now() + timeout;
-    let err = |what: &str, e: &dyn std::fmt::Display| {
-        Error::Etcd(format!("GET http://{addr}{path}: {what}: {e}"))
-    };
-    let left = || {
-        deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| err("timed out", &format!("{timeout:?}")))
-    };
-    let mut s = TcpStream::connect_timeout(&addr, left()?).map_err(|e| err("connect", &e))?;
-    s.set_write_timeout(Some(left()?))
-        .map_err(|e| err("socket", &e))?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: */*\r\n\r\n").as_bytes())
-        .map_err(|e| err("send", &e))?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        s.set_read_timeout(Some(left()?))
-            .map_err(|e| err("socket", &e))?;
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(err("receive", &e)),
-        }
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| err("malformed response", &format!("{text:?}")))?;
-    let status: u16 = head
-        .lines()
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| err("malformed status line", &head.lines().next().unwrap_or("")))?;
-    if (200..300).contains(&status) {
-        Ok(body.to_string())
-    } else {
-        Err(err(&format!("HTTP {status}"), &body.trim()))
-    }
-}
-
-/// Runs `cmd` to completion with its output captured, killing it if it takes longer than
-/// `timeout`. A timeout is an error; a non-zero exit is not (check `status`).
-pub fn output_within(cmd: &mut Command, timeout: Duration) -> Result<Output, Error> {
-    let desc = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Spawn(format!("{desc}: {e}")))?;
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_end(&mut v);
-        }
-        v
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        if let Some(p) = err_pipe.as_mut() {
-            let _ = p.read_to_end(&mut v);
-        }
-        v
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break st,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Etcd(format!(
-                    "{desc} did not finish within {timeout:?}"
-                )));
-            }
-            Err(e) => return Err(Error::Spawn(format!("wait for {desc}: {e}"))),
-        }
-    };
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    Ok(Output {
-        status,
-        stdout,
-        stderr,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SAMPLE: &str = r#"# HELP etcd_server_is_leader Whether or not this member is a leader.
-# TYPE etcd_server_is_leader gauge
-etcd_server_is_leader 1
-# TYPE etcd_server_proposals_committed_total gauge
-etcd_server_proposals_committed_total 42
-etcd_disk_wal_fsync_duration_seconds_bucket{le="0.001"} 3
-etcd_disk_wal_fsync_duration_seconds_bucket{le="+Inf"} 9
-etcd_disk_wal_fsync_duration_seconds_sum 0.5
-etcd_disk_wal_fsync_duration_seconds_count 9
-etcd_server_version{server_version="3.4.23"} 1
-grpc_server_handled_total{grpc_code="OK",grpc_method="Range",note="a } b"} 5
-grpc_server_handled_total{grpc_code="OK",grpc_method="Put"} 2.5e+00
-"#;
-
-    #[test]
-    fn metric_sum_ignores_labels_and_longer_names() {
-        assert_eq!(metric_sum(SAMPLE, "etcd_server_is_leader"), Some(1.0));
-        assert_eq!(
-            metric_sum(SAMPLE, "etcd_server_proposals_committed_total"),
-            Some(42.0)
-        );
-        assert_eq!(
-            metric_sum(SAMPLE, "etcd_disk_wal_fsync_duration_seconds_bucket"),
-            Some(12.0)
-        );
-        assert_eq!(
-            metric_sum(SAMPLE, "etcd_disk_wal_fsync_duration_seconds_count"),
-            Some(9.0)
-        );
-        assert_eq!(metric_sum(SAMPLE, "grpc_server_handled_total"), Some(7.5));
-        assert_eq!(metric_sum(SAMPLE, "etcd_server_version"), Some(1.0));
-        assert_eq!(metric_sum(SAMPLE, "etcd_server"), None);
-        assert_eq!(
-            metric_sum(SAMPLE, "etcd_disk_wal_fsync_duration_seconds"),
-            None
-        );
-    }
 
     #[test]
     fn cluster_can_be_shared_between_threads() {
@@ -1025,67 +841,5 @@ grpc_server_handled_total{grpc_code="OK",grpc_method="Put"} 2.5e+00
         let msg = err.to_string();
         assert!(msg.contains("apt-get install etcd-server"), "{msg}");
         assert!(msg.contains("JOINGUARD_ETCD_BIN"), "{msg}");
-    }
-
-    #[test]
-    fn output_within_kills_a_slow_command() {
-        let t = Instant::now();
-        let err =
-            output_within(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap_err();
-        assert!(err.to_string().contains("did not finish"), "{err}");
-        assert!(t.elapsed() < Duration::from_secs(5));
-        let out = output_within(
-            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
-            Duration::from_secs(5),
-        )
-        .unwrap();
-        assert_eq!(out.status.code(), Some(3));
-        assert_eq!(out.stdout, b"out\n");
-        assert_eq!(out.stderr, b"err\n");
-    }
-
-    #[test]
-    fn http_get_here_reads_status_and_body() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = std::thread::spawn(move || {
-            for body in ["{\"health\":\"true\"}", "nope"] {
-                let (mut c, _) = listener.accept().unwrap();
-                let mut req = [0u8; 1024];
-                let n = c.read(&mut req).unwrap();
-                assert!(String::from_utf8_lossy(&req[..n]).starts_with("GET /health HTTP/1.0\r\n"));
-                let status = if body == "nope" {
-                    "503 Service Unavailable"
-                } else {
-                    "200 OK"
-                };
-                let _ = write!(
-                    c,
-                    "HTTP/1.0 {status}\r\nContent-Type: text/plain\r\n\r\n{body}"
-                );
-            }
-        });
-        let ok = http_get_here(addr, "/health", Duration::from_secs(2)).unwrap();
-        assert_eq!(ok, "{\"health\":\"true\"}");
-        let err = http_get_here(addr, "/health", Duration::from_secs(2)).unwrap_err();
-        assert!(err.to_string().contains("HTTP 503"), "{err}");
-        assert!(err.to_string().contains("nope"), "{err}");
-        server.join().unwrap();
-    }
-
-    #[test]
-    fn http_get_here_times_out_on_a_silent_server() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let t = Instant::now();
-        // The kernel completes the handshake; nobody ever answers.
-        let err = http_get_here(addr, "/health", Duration::from_millis(300)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-        let msg = err.to_string();
-        assert!(
-            msg.contains("timed out") || msg.contains("receive"),
-            "{msg}"
-        );
-        drop(listener);
     }
 }

@@ -192,13 +192,53 @@ impl LossState {
     }
 }
 
+/// Why the text form of an impairment did not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseImpairmentError {
+    /// `delay`, `loss`, ... without `=VALUE`.
+    #[error("`{0}` needs a value")]
+    MissingValue(String),
+    /// Not a duration humantime reads.
+    #[error("`{value}` is not a duration like 25ms: {reason}")]
+    Duration {
+        /// The text.
+        value: String,
+        /// humantime's reason.
+        reason: String,
+    },
+    /// Not a percentage or fraction.
+    #[error("`{0}` is not a loss like 1% or 0.01")]
+    Loss(String),
+    /// A loss outside 0..=100%.
+    #[error("loss `{0}` must be between 0% and 100%")]
+    LossRange(String),
+    /// `burst-loss` without the `/LENGTH`.
+    #[error("burst-loss wants RATE/LENGTH, got `{0}`")]
+    BurstLoss(String),
+    /// A burst length that is not a number.
+    #[error("burst length `{0}` is not a number")]
+    BurstLength(String),
+    /// A rate without `bit`, `kbit`, `mbit` or `gbit`.
+    #[error("rate `{0}` needs a unit: bit, kbit, mbit or gbit")]
+    RateUnit(String),
+    /// A rate whose number does not parse.
+    #[error("rate `{0}` is not a number")]
+    Rate(String),
+    /// A queue size that does not parse.
+    #[error("queue `{0}` is not a size like 64k")]
+    Queue(String),
+    /// A key the text form does not have.
+    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, blackout or none)")]
+    Unknown(String),
+}
+
 /// The text form, used by the `netlab` binary: comma-separated `key=value` items and flags.
 ///
 /// `delay=25ms`, `jitter=2ms` (normal sigma), `ujitter=5ms` (uniform half-width), `loss=1%`,
 /// `burst-loss=5%/4` (rate / mean burst length), `rate=10mbit` (or kbit, gbit, bit), `queue=64k`,
 /// `blackout`, `none`.
 impl FromStr for Impairment {
-    type Err = String;
+    type Err = ParseImpairmentError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let mut imp = Impairment::none();
@@ -207,34 +247,27 @@ impl FromStr for Impairment {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
                 None => (item, None),
             };
-            fn need<'a>(key: &str, v: Option<&'a str>) -> Result<&'a str, String> {
-                v.ok_or_else(|| format!("`{key}` needs a value"))
-            }
+            let need = || value.ok_or_else(|| ParseImpairmentError::MissingValue(key.into()));
             match key {
                 "none" => imp = Impairment::none(),
                 "blackout" => imp.blackout = true,
-                "delay" => imp.delay = parse_duration(need(key, value)?)?,
-                "jitter" => imp.jitter = Some(Jitter::Normal(parse_duration(need(key, value)?)?)),
-                "ujitter" => imp.jitter = Some(Jitter::Uniform(parse_duration(need(key, value)?)?)),
-                "loss" => imp = imp.with_loss(parse_percent(need(key, value)?)?),
+                "delay" => imp.delay = parse_duration(need()?)?,
+                "jitter" => imp.jitter = Some(Jitter::Normal(parse_duration(need()?)?)),
+                "ujitter" => imp.jitter = Some(Jitter::Uniform(parse_duration(need()?)?)),
+                "loss" => imp = imp.with_loss(parse_percent(need()?)?),
                 "burst-loss" => {
-                    let v = need(key, value)?;
+                    let v = need()?;
                     let (rate, len) = v
                         .split_once('/')
-                        .ok_or_else(|| format!("burst-loss wants RATE/LENGTH, got `{v}`"))?;
+                        .ok_or_else(|| ParseImpairmentError::BurstLoss(v.into()))?;
                     let len: f64 = len
                         .parse()
-                        .map_err(|_| format!("burst length `{len}` is not a number"))?;
+                        .map_err(|_| ParseImpairmentError::BurstLength(len.into()))?;
                     imp = imp.with_burst_loss(parse_percent(rate)?, len);
                 }
-                "rate" => imp = imp.with_rate(parse_rate(need(key, value)?)?),
-                "queue" => imp.queue_bytes = parse_bytes(need(key, value)?)?,
-                other => {
-                    return Err(format!(
-                        "unknown impairment `{other}` (expected delay, jitter, ujitter, loss, \
-                         burst-loss, rate, queue, blackout or none)"
-                    ))
-                }
+                "rate" => imp = imp.with_rate(parse_rate(need()?)?),
+                "queue" => imp.queue_bytes = parse_bytes(need()?)?,
+                other => return Err(ParseImpairmentError::Unknown(other.into())),
             }
         }
         Ok(imp)
@@ -281,39 +314,42 @@ fn fmt_duration(d: Duration) -> String {
     }
 }
 
-fn parse_duration(v: &str) -> Result<Duration, String> {
-    humantime::parse_duration(v).map_err(|e| format!("`{v}` is not a duration like 25ms: {e}"))
+fn parse_duration(v: &str) -> Result<Duration, ParseImpairmentError> {
+    humantime::parse_duration(v).map_err(|e| ParseImpairmentError::Duration {
+        value: v.into(),
+        reason: e.to_string(),
+    })
 }
 
-fn parse_percent(v: &str) -> Result<f64, String> {
+fn parse_percent(v: &str) -> Result<f64, ParseImpairmentError> {
     let (num, scale) = match v.strip_suffix('%') {
         Some(n) => (n, 100.0),
         None => (v, 1.0),
     };
     let p: f64 = num
         .parse()
-        .map_err(|_| format!("`{v}` is not a loss like 1% or 0.01"))?;
+        .map_err(|_| ParseImpairmentError::Loss(v.into()))?;
     let p = p / scale;
     if !(0.0..=1.0).contains(&p) {
-        return Err(format!("loss `{v}` must be between 0% and 100%"));
+        return Err(ParseImpairmentError::LossRange(v.into()));
     }
     Ok(p)
 }
 
-fn parse_rate(v: &str) -> Result<u64, String> {
+fn parse_rate(v: &str) -> Result<u64, ParseImpairmentError> {
     let lower = v.to_ascii_lowercase();
     let (num, mult) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)]
         .iter()
         .find_map(|(suf, m)| lower.strip_suffix(suf).map(|n| (n.to_string(), *m)))
-        .ok_or_else(|| format!("rate `{v}` needs a unit: bit, kbit, mbit or gbit"))?;
+        .ok_or_else(|| ParseImpairmentError::RateUnit(v.into()))?;
     let n: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("rate `{v}` is not a number"))?;
+        .map_err(|_| ParseImpairmentError::Rate(v.into()))?;
     Ok((n * mult) as u64)
 }
 
-fn parse_bytes(v: &str) -> Result<usize, String> {
+fn parse_bytes(v: &str) -> Result<usize, ParseImpairmentError> {
     let lower = v.to_ascii_lowercase();
     let (num, mult) = match lower.chars().last() {
         Some('k') => (&lower[..lower.len() - 1], 1024),
@@ -322,7 +358,7 @@ fn parse_bytes(v: &str) -> Result<usize, String> {
     };
     num.parse::<usize>()
         .map(|n| n * mult)
-        .map_err(|_| format!("queue `{v}` is not a size like 64k"))
+        .map_err(|_| ParseImpairmentError::Queue(v.into()))
 }
 
 #[cfg(test)]
@@ -348,14 +384,18 @@ mod tests {
 
     #[test]
     fn rejects_bad_text_with_a_reason() {
-        let e = "delay=fast".parse::<Impairment>().unwrap_err();
-        assert!(e.contains("not a duration"), "{e}");
-        let e = "loss=150%".parse::<Impairment>().unwrap_err();
-        assert!(e.contains("between 0% and 100%"), "{e}");
-        let e = "latency=5ms".parse::<Impairment>().unwrap_err();
-        assert!(e.contains("unknown impairment `latency`"), "{e}");
-        let e = "rate=10".parse::<Impairment>().unwrap_err();
-        assert!(e.contains("needs a unit"), "{e}");
+        let e = |s: &str| s.parse::<Impairment>().unwrap_err().to_string();
+        let m = e("delay=fast");
+        assert!(m.contains("not a duration"), "{m}");
+        let m = e("loss=150%");
+        assert!(m.contains("between 0% and 100%"), "{m}");
+        let m = e("latency=5ms");
+        assert!(m.contains("unknown impairment `latency`"), "{m}");
+        let m = e("rate=10");
+        assert!(m.contains("needs a unit"), "{m}");
+        assert_eq!(e("delay"), "`delay` needs a value");
+        assert_eq!(e("burst-loss=5%"), "burst-loss wants RATE/LENGTH, got `5%`");
+        assert_eq!(e("queue=lots"), "queue `lots` is not a size like 64k");
     }
 
     #[test]

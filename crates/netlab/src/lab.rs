@@ -320,20 +320,9 @@ fn make_router(netns: &str) -> Result<(), Error> {
         "net.ipv4.conf.lab0.rp_filter=0",
         "net.ipv4.icmp_ratelimit=0",
     ];
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", netns, "sysctl", "-q", "-w"])
-        .args(settings)
-        .output()
-        .map_err(|e| Error::Prerequisite(format!("cannot run sysctl in {netns}: {e}")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(Error::Netns(format!(
-            "router {netns}: sysctl {}: {}",
-            settings.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
+    let mut args = vec!["netns", "exec", netns, "sysctl", "-q", "-w"];
+    args.extend(settings);
+    host::ip(&args)
 }
 
 /// Address of the host at `index`.

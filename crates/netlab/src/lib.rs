@@ -6,23 +6,33 @@
 //! clusters with mTLS from a test CA ([`pki`]). Everything a lab creates is removed when it is
 //! dropped, also during a panic; [`sweep`] removes what a killed run left behind.
 //!
+//! Beside the fabric: [`apiserver`] (a Kubernetes API server stand-in over the lab's etcd),
+//! [`hostile`] (servers that misbehave on purpose), [`measure`] (the fabric's own accuracy),
+//! the generic helpers [`process`] (run with a deadline), [`http`] (plain GETs to lab listeners)
+//! and [`metrics`] (Prometheus samples), and [`harness`], the lab test harness (lock,
+//! environment builder, runs of the program under test, [`labtest!`]) that lab tests share.
+//!
 //! netlab is never published. It exists so that joinguard is tested against real components.
 
 pub mod apiserver;
 pub mod control;
 pub mod etcd;
 pub mod forwarder;
+pub mod harness;
 pub mod host;
 pub mod hostile;
+pub mod http;
 pub mod impair;
 pub mod lab;
 pub mod measure;
+pub mod metrics;
 pub mod pki;
+pub mod process;
 pub mod sweep;
 
 pub use forwarder::{Network, PairStats};
 pub use host::{Host, HostProcess};
-pub use impair::{Impairment, Jitter, Loss};
+pub use impair::{Impairment, Jitter, Loss, ParseImpairmentError};
 pub use lab::{Lab, LabBuilder};
 
 /// What can go wrong while building or running a lab.
@@ -49,4 +59,25 @@ pub enum Error {
     /// A lab description was invalid (unknown host, duplicate name, too many hosts).
     #[error("netlab: {0}")]
     Invalid(String),
+    /// A command did not finish within its deadline (and was killed).
+    #[error("netlab: {what} did not finish within {after:?}")]
+    Timeout {
+        /// The command.
+        what: String,
+        /// The deadline it was given.
+        after: std::time::Duration,
+    },
+    /// A plain-HTTP GET to a lab listener got no answer, or (where a 2xx is required) another
+    /// status.
+    #[error("netlab http: GET http://{addr}{path}: {stage}: {detail}")]
+    Http {
+        /// The listener.
+        addr: std::net::SocketAddr,
+        /// The path requested.
+        path: String,
+        /// What failed: `connect`, `send`, `receive`, `timed out`, `HTTP 503`, ...
+        stage: String,
+        /// The I/O error, or the body of a non-2xx answer.
+        detail: String,
+    },
 }

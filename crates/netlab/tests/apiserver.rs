@@ -13,7 +13,8 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use netlab::apiserver::fixture::{self, FixtureOptions};
 use netlab::apiserver::{ApiServer, ApiServerOptions, FaultKind, FaultRule, Method};
-use netlab::etcd::{output_within, EtcdCluster};
+use netlab::etcd::EtcdCluster;
+use netlab::process::output_within;
 use netlab::Lab;
 use serde_json::Value;
 

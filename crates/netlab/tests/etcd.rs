@@ -1,30 +1,19 @@
 //! Real etcd clusters in a lab: formation with mTLS, crash and restart, leadership and learners,
 //! metrics. Needs root; CI runs these twice, once per etcd version (`JOINGUARD_ETCD_BIN`).
 //!
-//! The tests take a process-wide lock so that only one lab runs at a time: several 3-member
-//! clusters with 100 ms heartbeats on a 2-core machine would otherwise trigger elections that
-//! have nothing to do with what a test checks.
+//! The tests take the harness's process-wide lock so that only one lab runs at a time: several
+//! 3-member clusters with 100 ms heartbeats on a 2-core machine would otherwise trigger elections
+//! that have nothing to do with what a test checks.
 
 use std::process::Output;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use netlab::etcd::{etcd_bin, etcd_version, output_within, EtcdCluster, EtcdSpec};
+use netlab::etcd::{etcd_bin, etcd_version, EtcdCluster, EtcdSpec};
+use netlab::harness::serial;
+use netlab::process::output_within;
 use netlab::{Error, Host, Impairment, Lab};
 
 const CTL_TIMEOUT: Duration = Duration::from_secs(20);
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// A lab with `hosts` and a one-way `delay` on every link.
 fn lab(hosts: &[&str], delay: Duration) -> Lab {

@@ -56,9 +56,34 @@ impl UserInfo {
 #[derive(Debug)]
 pub(crate) enum AuthnError {
     /// The token is not valid; the reason is for the log only, as kube-apiserver logs it.
-    Invalid(String),
+    Invalid(TokenRejected),
     /// Reading the token Secret failed.
     Store(StoreError),
+}
+
+/// Why a bearer token is not valid, in the words of kube-apiserver's bootstrap token
+/// authenticator (`plugin/pkg/auth/authenticator/token/bootstrap`), which logs them and answers
+/// 401. `name` is the Secret's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TokenRejected {
+    #[error("not a bootstrap token")]
+    NotBootstrap,
+    #[error("no secret bootstrap-token-{id} to match the bearer token")]
+    NoSecret { id: String },
+    #[error("secret {name} is deleted and awaiting removal")]
+    Deleted { name: String },
+    #[error("secret {name} has invalid type, expected bootstrap.kubernetes.io/token")]
+    WrongType { name: String },
+    #[error("secret {name} has invalid value for key token-secret")]
+    WrongSecret { name: String },
+    #[error("secret {name} has invalid value for key token-id")]
+    WrongId { name: String },
+    #[error("secret {name} has expired ({expiration})")]
+    Expired { name: String, expiration: String },
+    #[error("secret {name} not marked usage-bootstrap-authentication=true")]
+    NotForAuthentication { name: String },
+    #[error("secret {name} has invalid value for key auth-extra-groups: {group:?}")]
+    BadGroup { name: String, group: String },
 }
 
 /// The user a verified client certificate names: CN is the user, each O a group, plus
@@ -102,13 +127,13 @@ pub(crate) async fn authenticate(
         });
     }
     let Some((id, secret)) = parse_bootstrap_token(token) else {
-        return Err(AuthnError::Invalid("not a bootstrap token".into()));
+        return Err(AuthnError::Invalid(TokenRejected::NotBootstrap));
     };
     let key = format!("/registry/secrets/kube-system/bootstrap-token-{id}");
     let Some(stored) = store.get(&key).await.map_err(AuthnError::Store)? else {
-        return Err(AuthnError::Invalid(format!(
-            "no secret bootstrap-token-{id} to match the bearer token"
-        )));
+        return Err(AuthnError::Invalid(TokenRejected::NoSecret {
+            id: id.into(),
+        }));
     };
     let mut user =
         bootstrap_user(&stored.obj, id, secret, SystemTime::now()).map_err(AuthnError::Invalid)?;
@@ -133,15 +158,13 @@ fn bootstrap_user(
     id: &str,
     token_secret: &str,
     now: SystemTime,
-) -> Result<UserInfo, String> {
+) -> Result<UserInfo, TokenRejected> {
     let name = format!("bootstrap-token-{id}");
     if secret.pointer("/metadata/deletionTimestamp").is_some() {
-        return Err(format!("secret {name} is deleted and awaiting removal"));
+        return Err(TokenRejected::Deleted { name });
     }
     if secret.get("type").and_then(Value::as_str) != Some("bootstrap.kubernetes.io/token") {
-        return Err(format!(
-            "secret {name} has invalid type, expected bootstrap.kubernetes.io/token"
-        ));
+        return Err(TokenRejected::WrongType { name });
     }
     let data = |k: &str| -> String {
         secret
@@ -153,25 +176,21 @@ fn bootstrap_user(
             .unwrap_or_default()
     };
     if !constant_time_eq(data("token-secret").as_bytes(), token_secret.as_bytes()) {
-        return Err(format!(
-            "secret {name} has invalid value for key token-secret"
-        ));
+        return Err(TokenRejected::WrongSecret { name });
     }
     if data("token-id") != id {
-        return Err(format!("secret {name} has invalid value for key token-id"));
+        return Err(TokenRejected::WrongId { name });
     }
     let expiration = data("expiration");
     if !expiration.is_empty() {
         // An expiration that does not parse counts as expired (`bootstrapsecretutil.HasExpired`).
         match parse_rfc3339(&expiration) {
             Some(t) if now <= t => {}
-            _ => return Err(format!("secret {name} has expired ({expiration})")),
+            _ => return Err(TokenRejected::Expired { name, expiration }),
         }
     }
     if data("usage-bootstrap-authentication") != "true" {
-        return Err(format!(
-            "secret {name} not marked usage-bootstrap-authentication=true"
-        ));
+        return Err(TokenRejected::NotForAuthentication { name });
     }
     let mut groups = vec![BOOTSTRAPPERS.to_string()];
     for g in data("auth-extra-groups").split(',') {
@@ -180,9 +199,10 @@ fn bootstrap_user(
             continue;
         }
         if !valid_bootstrap_group(g) {
-            return Err(format!(
-                "secret {name} has invalid value for key auth-extra-groups: {g:?}"
-            ));
+            return Err(TokenRejected::BadGroup {
+                name,
+                group: g.into(),
+            });
         }
         if !groups.iter().any(|x| x == g) {
             groups.push(g.to_string());
@@ -450,7 +470,11 @@ mod tests {
         assert!(bootstrap_user(&s, "abcdef", "0123456789abcdee", now).is_err());
         let expired = token_secret("", Some("2001-01-01T00:00:00Z"));
         let e = bootstrap_user(&expired, "abcdef", "0123456789abcdef", now).unwrap_err();
-        assert!(e.contains("expired"), "{e}");
+        assert!(e.to_string().contains("expired"), "{e}");
+        assert!(
+            matches!(e, TokenRejected::Expired { ref expiration, .. } if expiration == "2001-01-01T00:00:00Z"),
+            "{e:?}"
+        );
         let fresh = token_secret(
             "",
             Some(&super::super::time::format_rfc3339(

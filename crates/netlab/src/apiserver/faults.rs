@@ -2,7 +2,7 @@
 //!
 //! This module owns the fault table: rules matched per verb and/or path substring, each firing a
 //! given number of times or until cleared, and changeable while requests flow. It decides which
-//! fault a request gets; the server applies it (the answer bodies are in the handlers). It must
+//! fault a request gets; the server applies it (the answer bodies are in `status`). It must
 //! not touch etcd: a fault stands in for trouble the client would see, without causing it.
 
 use std::sync::atomic::{AtomicU64, Ordering};

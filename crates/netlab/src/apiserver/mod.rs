@@ -15,13 +15,26 @@
 //! not grow into a general API server: no watch, no admission beyond what kubeadm relies on, no
 //! protobuf. Every read is bounded (TLS handshake, header and body timeouts, a body size limit, a
 //! connection limit, and a timeout on each etcd call).
+//!
+//! Where things are: this module owns the listener, TLS, connections, faults and the request log;
+//! `router` takes a request from authentication to its handler (and owns the URL parsing and
+//! percent-decoding); `verbs` serves objects, with `patch` and `selectors` beside it;
+//! `discovery` answers `/api`, `/apis`, `/openapi/v3`, `/version` and the health endpoints;
+//! `status` words every `Status` body; `resources` is the table of what is served; `store`,
+//! `auth`, [`fixture`], [`faults`] and `time` are what their names say.
 
 mod auth;
+mod discovery;
 pub mod faults;
 pub mod fixture;
-mod handlers;
+mod patch;
+mod resources;
+mod router;
+mod selectors;
+mod status;
 mod store;
 mod time;
+mod verbs;
 
 use std::convert::Infallible;
 use std::fmt;
@@ -51,6 +64,7 @@ pub use auth::UserInfo;
 pub use faults::{FaultKind, FaultRule, Faults};
 pub use fixture::{kubeadm_init, Fixture, FixtureOptions};
 pub use hyper::Method;
+pub use verbs::ObjectError;
 
 /// kube-apiserver's secure port, as kubeadm configures it.
 pub const DEFAULT_PORT: u16 = 6443;
@@ -114,7 +128,10 @@ pub enum Error {
     Fixture(String),
     /// Reading or writing an object directly (not over HTTP) failed.
     #[error("API server stand-in: {0}")]
-    Object(String),
+    Object(#[from] ObjectError),
+    /// A task on the server's runtime panicked or was cancelled (the server is shutting down).
+    #[error("API server stand-in: server task failed: {0}")]
+    Task(String),
 }
 
 /// How to run the stand-in. Start from `ApiServerOptions::default()`.
@@ -343,11 +360,11 @@ impl ApiServer {
                         .await
                         {
                             Ok(s) => s,
-                            Err(reason) => {
+                            Err(e) => {
                                 let _ = ready_tx.send(Err(Error::Etcd {
                                     host: host_name,
                                     endpoints,
-                                    reason,
+                                    reason: e.to_string(),
                                 }));
                                 return;
                             }
@@ -464,8 +481,8 @@ impl ApiServer {
     /// authentication and authorization. Returns the stored object with its resourceVersion.
     pub fn upsert(&self, obj: serde_json::Value) -> Result<serde_json::Value, Error> {
         let shared = self.shared.clone();
-        self.run(async move { handlers::upsert(&shared, obj).await })
-            .and_then(|r| r.map_err(Error::Object))
+        self.run(async move { verbs::upsert(&shared, obj).await })?
+            .map_err(Error::from)
     }
 
     /// Reads an object directly, bypassing authentication and authorization.
@@ -483,8 +500,8 @@ impl ApiServer {
             namespace.to_string(),
             name.to_string(),
         );
-        self.run(async move { handlers::get_object(&shared, &a, &k, &ns, &n).await })
-            .and_then(|r| r.map_err(Error::Object))
+        self.run(async move { verbs::get_object(&shared, &a, &k, &ns, &n).await })?
+            .map_err(Error::from)
     }
 
     /// Runs `fut` on the server's runtime (inside the host) and waits for it.
@@ -494,7 +511,6 @@ impl ApiServer {
     ) -> Result<T, Error> {
         let task = self.rt.spawn(fut);
         futures_block_on(&self.rt, task)
-            .map_err(|e| Error::Object(format!("server task failed: {e}")))
     }
 
     /// A kubeconfig (YAML) for this server: the CA as `certificate-authority-data`, and `token`
@@ -534,15 +550,16 @@ impl Drop for ApiServer {
 fn futures_block_on<T: Send>(
     rt: &tokio::runtime::Handle,
     task: tokio::task::JoinHandle<T>,
-) -> Result<T, String> {
+) -> Result<T, Error> {
+    let failed = |e: tokio::task::JoinError| Error::Task(e.to_string());
     // Handle::block_on panics on a runtime thread, so a caller that is itself async (a test
     // driving the server from its own runtime) waits on a helper thread instead.
     if tokio::runtime::Handle::try_current().is_ok() {
         std::thread::scope(|s| s.spawn(|| rt.block_on(task)).join())
-            .map_err(|_| "waiting thread panicked".to_string())?
-            .map_err(|e| e.to_string())
+            .map_err(|_| Error::Task("waiting thread panicked".into()))?
+            .map_err(failed)
     } else {
-        rt.block_on(task).map_err(|e| e.to_string())
+        rt.block_on(task).map_err(failed)
     }
 }
 
@@ -756,7 +773,7 @@ async fn serve_connection(
     }
 }
 
-/// Applies faults, then hands the request to the API handlers, and logs it.
+/// Applies faults, then hands the request to the router, and logs it.
 async fn handle(
     shared: Arc<Shared>,
     reset: Arc<ConnReset>,
@@ -801,13 +818,13 @@ async fn handle(
                 return std::future::pending().await;
             }
             Some(kind) => {
-                let resp = handlers::fault_response(&kind);
+                let resp = status::fault_response(&kind);
                 shared.record(record(None, Some(resp.status().as_u16())));
                 return resp;
             }
         }
     }
-    let (resp, user) = handlers::dispatch(&shared, cert_user, req).await;
+    let (resp, user) = router::dispatch(&shared, cert_user, req).await;
     debug!(%method, %target, user = user.as_deref().unwrap_or("-"), status = resp.status().as_u16(), elapsed = ?at.elapsed(), "API server stand-in: request");
     shared.record(record(user, Some(resp.status().as_u16())));
     resp

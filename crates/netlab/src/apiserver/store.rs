@@ -27,6 +27,20 @@ pub(crate) enum StoreError {
     Corrupt(String),
 }
 
+/// Why the store could not connect at start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    /// No connection to any endpoint within the connect timeout.
+    #[error("no connection within {0:?}")]
+    Timeout(Duration),
+    /// The etcd client refused (TLS material, endpoints).
+    #[error("{0}")]
+    Client(#[from] etcd_client::Error),
+    /// Connected, but the first read failed.
+    #[error("first read: {0:?}")]
+    FirstRead(StoreError),
+}
+
 /// A stored object and its mod revision.
 #[derive(Debug, Clone)]
 pub(crate) struct Stored {
@@ -58,7 +72,7 @@ impl Store {
         key_pem: &[u8],
         connect_timeout: Duration,
         timeout: Duration,
-    ) -> Result<Store, String> {
+    ) -> Result<Store, ConnectError> {
         let tls = TlsOptions::new()
             .ca_certificate(Certificate::from_pem(ca_pem))
             .identity(Identity::from_pem(cert_pem, key_pem));
@@ -70,15 +84,15 @@ impl Store {
             match tokio::time::timeout(connect_timeout, Client::connect(endpoints, Some(opts)))
                 .await
             {
-                Err(_) => return Err(format!("no connection within {connect_timeout:?}")),
-                Ok(Err(e)) => return Err(e.to_string()),
+                Err(_) => return Err(ConnectError::Timeout(connect_timeout)),
+                Ok(Err(e)) => return Err(e.into()),
                 Ok(Ok(c)) => c,
             };
         let store = Store { client, timeout };
         store
             .get("/registry/health-check-of-the-standin")
             .await
-            .map_err(|e| format!("first read: {e:?}"))?;
+            .map_err(ConnectError::FirstRead)?;
         Ok(store)
     }
 

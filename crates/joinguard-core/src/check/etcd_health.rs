@@ -1,0 +1,172 @@
+//! `EtcdHealth`: what the members say about themselves and the cluster (alarms, learners,
+//! leaders, errors), as [`EtcdMemberHealth`] facts the etcd probe filled.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::model::{CheckName, CheckResult, Status, CLUSTER_TARGET};
+use super::wording::fmt_ids;
+use super::Checker;
+use crate::probe::ProbeFailure;
+
+/// What an etcd member told us about itself (filled by the etcd probe from Maintenance.Status).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EtcdMemberHealth {
+    /// Client endpoint probed, `host:port`.
+    pub endpoint: String,
+    /// Member name from MemberList, when known.
+    pub name: Option<String>,
+    /// Peer endpoint from MemberList, `host:port`, when known.
+    pub peer_endpoint: Option<String>,
+    /// Member id from the response header.
+    pub member_id: Option<u64>,
+    /// The leader this member knows; `None` or `Some(0)` means it has none.
+    pub leader: Option<u64>,
+    pub is_learner: bool,
+    /// Active alarms (`NOSPACE`, `CORRUPT`).
+    pub alarms: Vec<String>,
+    /// The `errors` field of the Status response.
+    pub errors: Vec<String>,
+    /// Whether the member answered Status at all.
+    pub reachable: bool,
+    /// Why not, when it did not.
+    pub failure: Option<ProbeFailure>,
+    pub raft_term: Option<u64>,
+    /// Backend size in bytes.
+    pub db_size: Option<u64>,
+}
+
+impl EtcdMemberHealth {
+    /// "m4 (198.18.0.5:2380)", or the client endpoint when the name is unknown.
+    pub(super) fn label(&self) -> String {
+        match (&self.name, &self.peer_endpoint) {
+            (Some(n), Some(p)) => format!("{n} ({p})"),
+            (Some(n), None) => format!("{n} ({})", self.endpoint),
+            (None, _) => self.endpoint.clone(),
+        }
+    }
+
+    pub(super) fn leader(&self) -> Option<u64> {
+        self.leader.filter(|&l| l != 0)
+    }
+}
+
+impl Checker {
+    /// `EtcdHealth`: what the members say about the cluster. One result per problem, or one ok
+    /// result per member without problems; cluster-wide results have target [`CLUSTER_TARGET`].
+    pub fn etcd_health(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
+        let mut out = Vec::new();
+        let result = |target: &str, status: Status, message: String| CheckResult {
+            name: CheckName::EtcdHealth,
+            target: target.to_string(),
+            status,
+            message,
+            measured: None,
+            threshold: None,
+        };
+        let reachable: Vec<&EtcdMemberHealth> = members.iter().filter(|m| m.reachable).collect();
+        let leaders: BTreeSet<u64> = reachable.iter().filter_map(|m| m.leader()).collect();
+
+        for m in members {
+            let before = out.len();
+            if !m.reachable {
+                let why = m
+                    .failure
+                    .as_ref()
+                    .map_or_else(|| "no answer".to_string(), ToString::to_string);
+                out.push(result(
+                    &m.endpoint,
+                    Status::Error,
+                    format!(
+                        "etcd member {} is unreachable: {why}; the join would fail at member \
+                         add. Bring the member back or remove it (etcdctl member remove) first",
+                        m.label()
+                    ),
+                ));
+                continue;
+            }
+            if m.is_learner {
+                out.push(result(
+                    &m.endpoint,
+                    Status::Error,
+                    format!(
+                        "etcd member {} is already a learner; etcd allows one learner, so the \
+                         join would fail with \"etcdserver: too many learner members in \
+                         cluster\". Wait for it to be promoted, or remove it if its join failed",
+                        m.label()
+                    ),
+                ));
+            }
+            if !m.alarms.is_empty() {
+                out.push(result(
+                    &m.endpoint,
+                    Status::Error,
+                    format!(
+                        "etcd member {} has active alarms: {}; the cluster refuses writes, so \
+                         member add would fail. Fix the cause, then `etcdctl alarm disarm`",
+                        m.label(),
+                        m.alarms.join(", ")
+                    ),
+                ));
+            }
+            if m.leader().is_none() && !leaders.is_empty() {
+                out.push(result(
+                    &m.endpoint,
+                    Status::Error,
+                    format!(
+                        "etcd member {} has no leader while others follow {}; it is cut off \
+                         from the cluster, and a join through it would fail",
+                        m.label(),
+                        fmt_ids(&leaders)
+                    ),
+                ));
+            }
+            if !m.errors.is_empty() {
+                out.push(result(
+                    &m.endpoint,
+                    Status::Warning,
+                    format!("etcd member {} reports: {}", m.label(), m.errors.join("; ")),
+                ));
+            }
+            if out.len() == before {
+                let leader = m
+                    .leader()
+                    .map_or_else(|| "none".into(), |l| format!("{l:x}"));
+                let term = m.raft_term.map_or_else(|| "?".into(), |t| t.to_string());
+                out.push(result(
+                    &m.endpoint,
+                    Status::Ok,
+                    format!(
+                        "etcd member {}: healthy (leader {leader}, term {term})",
+                        m.label()
+                    ),
+                ));
+            }
+        }
+
+        if !reachable.is_empty() && leaders.is_empty() {
+            out.push(result(
+                CLUSTER_TARGET,
+                Status::Error,
+                format!(
+                    "no etcd member reports a leader ({} of {} answered); the cluster cannot \
+                     accept a new member. Restore quorum first",
+                    reachable.len(),
+                    members.len()
+                ),
+            ));
+        } else if leaders.len() > 1 {
+            out.push(result(
+                CLUSTER_TARGET,
+                Status::Warning,
+                format!(
+                    "etcd members disagree on the leader ({}); an election may be in progress. \
+                     Run again; if it persists, the members' paths to each other are unstable",
+                    fmt_ids(&leaders)
+                ),
+            ));
+        }
+        out
+    }
+}

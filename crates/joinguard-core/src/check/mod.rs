@@ -1,0 +1,141 @@
+//! Checks: named judgements of the figures against thresholds, the ignore list and the verdict.
+//!
+//! This module owns check names (kubeadm style, so `--ignore-preflight-errors` feels native), the
+//! default thresholds and where each comes from, the wording of every check message, and the exit
+//! codes. It takes summaries and health facts as data: it must not probe, sample or print
+//! (`preflight::report` formats results). It does no I/O.
+//!
+//! Its rooms: `model` (names, statuses, results, verdict, ignore list), `thresholds` (the limits
+//! and their bases), one file per judge (`latency`, `loss`, `etcd_health`, `api`, `clock`,
+//! `snapshot`, `identity`), and `wording` (formatting helpers shared by the messages).
+//! [`Checker`] is the facade: it holds the limits and the ignore list, and its judges are
+//! `impl Checker` blocks in the judges' files.
+
+use std::collections::BTreeMap;
+
+use crate::probe::ProbeKind;
+use crate::sampling::SamplingPolicy;
+use crate::stats::Summary;
+use crate::target::TargetKind;
+
+/// Process exit codes (issue 3; the CLI returns them, scripts branch on them).
+pub mod exit {
+    /// Fit for a control-plane join; warnings allowed.
+    pub const FIT: u8 = 0;
+    /// Not fit: at least one check that is not ignored failed.
+    pub const UNFIT: u8 = 1;
+    /// A flag or file could not be used; nothing was judged.
+    pub const INVALID_INPUT: u8 = 2;
+    /// A CA pin, JWS signature or server certificate did not verify. Never retried or downgraded.
+    pub const TRUST_FAILURE: u8 = 3;
+}
+
+mod api;
+mod clock;
+mod etcd_health;
+mod identity;
+mod latency;
+mod loss;
+mod model;
+mod snapshot;
+mod thresholds;
+mod wording;
+
+pub use etcd_health::EtcdMemberHealth;
+pub use model::{
+    CheckName, CheckNameError, CheckResult, IgnoreList, Status, Verdict, CLUSTER_TARGET,
+};
+pub use thresholds::{Threshold, Thresholds};
+
+/// Judges figures and facts. Holds the limits, the sampling policy (the loss verdict depends on
+/// how much evidence there is) and the ignore list.
+#[derive(Clone, Debug, Default)]
+pub struct Checker {
+    pub thresholds: Thresholds,
+    pub sampling: SamplingPolicy,
+    pub ignore: IgnoreList,
+}
+
+impl Checker {
+    pub fn new(thresholds: Thresholds, ignore: IgnoreList) -> Checker {
+        Checker {
+            thresholds,
+            sampling: SamplingPolicy::default(),
+            ignore,
+        }
+    }
+
+    /// Every check that summaries alone can decide: latency per target and probe, and packet
+    /// loss per target. Without an etcd identity the etcd latency checks use TCP connect times.
+    /// The ignore list is not applied yet; see [`Checker::finish`].
+    pub fn evaluate_summaries(&self, summaries: &[Summary]) -> Vec<CheckResult> {
+        let has = |endpoint: &str, probe: ProbeKind| {
+            summaries
+                .iter()
+                .any(|s| s.target.endpoint == endpoint && s.probe == probe)
+        };
+        let mut out = Vec::new();
+        for s in summaries {
+            let ep = s.target.endpoint.as_str();
+            match (s.target.kind, s.probe) {
+                (TargetKind::EtcdPeer, ProbeKind::EtcdPeerProbe) => out.push(self.peer_latency(s)),
+                (TargetKind::EtcdPeer, ProbeKind::TcpConnect)
+                    if !has(ep, ProbeKind::EtcdPeerProbe) =>
+                {
+                    out.push(self.peer_latency(s))
+                }
+                (TargetKind::EtcdClient, ProbeKind::EtcdStatus) => out.push(self.client_latency(s)),
+                (TargetKind::EtcdClient, ProbeKind::TcpConnect)
+                    if !has(ep, ProbeKind::EtcdStatus) =>
+                {
+                    out.push(self.client_latency(s))
+                }
+                (TargetKind::EtcdClient, ProbeKind::EtcdQuorumRead) => {
+                    out.push(self.quorum_read_latency(s))
+                }
+                (TargetKind::ApiServer, ProbeKind::ApiReadyz) => {
+                    out.push(self.api_server_ready(s));
+                    out.push(self.api_server_latency(s));
+                }
+                _ => {}
+            }
+        }
+        // Loss per target, judged on the loss probe (ICMP echo) where there is one, else on the
+        // stream with the most attempts. The echo stream stops as soon as its confidence bound
+        // settles, so a clearly lossy path may have fewer echoes than a latency stream has
+        // samples; the latency streams ride on retransmitting TCP and hide loss.
+        let rank = |s: &Summary| {
+            (
+                s.probe == ProbeKind::IcmpEcho,
+                s.samples,
+                s.probe == ProbeKind::TcpConnect,
+            )
+        };
+        let mut loss_stream: BTreeMap<&str, &Summary> = BTreeMap::new();
+        for s in summaries {
+            let e = loss_stream.entry(s.target.endpoint.as_str()).or_insert(s);
+            let better = rank(s) > rank(e);
+            if better {
+                *e = s;
+            }
+        }
+        // Keep the targets' order as given.
+        for s in summaries {
+            if loss_stream
+                .get(s.target.endpoint.as_str())
+                .is_some_and(|l| std::ptr::eq(*l, s))
+            {
+                out.push(self.packet_loss(s));
+            }
+        }
+        out
+    }
+
+    /// Applies the ignore list.
+    pub fn finish(&self, results: Vec<CheckResult>) -> Vec<CheckResult> {
+        self.ignore.apply(results)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,567 @@
+//! The judges' and the model's unit tests: verdicts, messages and limits as a user sees them.
+
+use std::time::Duration;
+
+use super::wording::{fmt_duration, fmt_ms};
+use super::*;
+use crate::probe::ProbeFailure;
+use crate::probe::Sample;
+use crate::target::Target;
+
+fn target(kind: TargetKind, endpoint: &str, member: Option<&str>) -> Target {
+    let (host, port) = endpoint.rsplit_once(':').unwrap();
+    Target {
+        kind,
+        endpoint: endpoint.into(),
+        host: host.into(),
+        port: port.parse().unwrap(),
+        tls: true,
+        member: member.map(Into::into),
+    }
+}
+
+fn summary(kind: TargetKind, ep: &str, probe: ProbeKind, rtts: &[f64], lost: usize) -> Summary {
+    let mut samples: Vec<Sample> = rtts
+        .iter()
+        .map(|ms| Sample {
+            result: Ok(Duration::from_secs_f64(ms / 1000.0)),
+        })
+        .collect();
+    samples.extend((0..lost).map(|_| Sample {
+        result: Err(ProbeFailure::Timeout(2000)),
+    }));
+    Summary::from_samples(&target(kind, ep, None), probe, &samples)
+}
+
+#[test]
+fn default_thresholds_match_design_table() {
+    let t = Thresholds::default();
+    assert!((t.etcd_peer_latency.warn - 33.333).abs() < 0.01);
+    assert!((t.etcd_peer_latency.error - 66.667).abs() < 0.01);
+    assert_eq!(t.etcd_client_latency.warn, 50.0);
+    assert_eq!(t.etcd_client_latency.error, 100.0);
+    assert_eq!(t.etcd_quorum_read_latency.warn, 50.0);
+    assert_eq!(t.etcd_quorum_read_latency.error, 100.0);
+    assert_eq!((t.packet_loss.warn, t.packet_loss.error), (1.0, 5.0));
+    assert_eq!(
+        (t.api_server_latency.warn, t.api_server_latency.error),
+        (250.0, 1000.0)
+    );
+    assert_eq!(
+        (
+            t.etcd_snapshot_transfer.warn,
+            t.etcd_snapshot_transfer.error
+        ),
+        (30.0, 60.0)
+    );
+    assert_eq!((t.clock_skew.warn, t.clock_skew.error), (1.0, 30.0));
+    assert_eq!(
+        t.etcd_peer_latency.error_basis,
+        "2/3 of the 100 ms heartbeat interval"
+    );
+}
+
+#[test]
+fn thresholds_scale_with_heartbeat_and_election() {
+    // OpenShift's "Slower" profile: 500 ms / 2500 ms.
+    let t = Thresholds::from_etcd_timing(Duration::from_millis(500), Duration::from_millis(2500));
+    // 2/3 of 500 = 333 > 2500/10 = 250: the election rule wins.
+    assert_eq!(t.etcd_peer_latency.error, 250.0);
+    assert!(t
+        .etcd_peer_latency
+        .error_basis
+        .contains("2.5 s election timeout"));
+    assert!((t.etcd_peer_latency.warn - 500.0 / 3.0).abs() < 1e-9);
+    assert_eq!(t.etcd_client_latency.error, 500.0);
+    // An election timeout below 10 x the heartbeat-derived limit also caps the warning.
+    let t = Thresholds::from_etcd_timing(Duration::from_millis(100), Duration::from_millis(300));
+    assert_eq!(t.etcd_peer_latency.error, 30.0);
+    assert_eq!(t.etcd_peer_latency.warn, 30.0);
+}
+
+#[test]
+fn check_names_parse_case_insensitively() {
+    assert_eq!(
+        "etcdpeerlatency".parse::<CheckName>(),
+        Ok(CheckName::EtcdPeerLatency)
+    );
+    assert_eq!(
+        "APISERVERLATENCY".parse::<CheckName>(),
+        Ok(CheckName::ApiServerLatency)
+    );
+    for c in CheckName::ALL {
+        assert_eq!(c.as_str().parse::<CheckName>(), Ok(c));
+    }
+    let err = "EtcdLatency".parse::<CheckName>().unwrap_err().to_string();
+    assert!(err.contains("unknown check `EtcdLatency`"), "{err}");
+    assert!(err.contains("EtcdPeerLatency, EtcdClientLatency"), "{err}");
+    assert!(err.contains("APIServerReady"), "{err}");
+}
+
+#[test]
+fn ignore_list_parses_names_and_all() {
+    let l = IgnoreList::parse("EtcdPeerLatency, packetloss,").unwrap();
+    assert!(l.contains(CheckName::EtcdPeerLatency));
+    assert!(l.contains(CheckName::PacketLoss));
+    assert!(!l.contains(CheckName::EtcdHealth));
+    let all = IgnoreList::parse("ALL").unwrap();
+    assert!(CheckName::ALL.iter().all(|c| all.contains(*c)));
+    assert!(IgnoreList::parse("").unwrap().is_empty());
+    assert!(matches!(
+        IgnoreList::parse("EtcdPeerLatency,Bogus"),
+        Err(CheckNameError::Unknown { name, .. }) if name == "Bogus"
+    ));
+    assert_eq!(
+        IgnoreList::parse("all,PacketLoss").unwrap_err().to_string(),
+        "ignore-preflight-errors: Invalid value: \"all,packetloss\": don't specify \
+         individual checks if 'all' is used"
+    );
+}
+
+#[test]
+fn kubeadm_names_are_noted_and_both_lists_merge_as_kubeadm_merges_them() {
+    let flag = vec!["NumCPU,mem".to_string(), "EtcdPeerLatency".to_string()];
+    let file = vec![
+        "Port-6443".to_string(),
+        "dirAvailable--var-lib-etcd".to_string(),
+    ];
+    let l = IgnoreList::from_sources(&flag, &file).unwrap();
+    assert!(l.contains(CheckName::EtcdPeerLatency));
+    assert!(!l.contains(CheckName::PacketLoss));
+    assert_eq!(
+        l.kubeadm_checks().collect::<Vec<_>>(),
+        ["DirAvailable--var-lib-etcd", "Mem", "NumCPU", "Port-6443"]
+    );
+    // `all` in the file and a name on the flag: kubeadm's error over the merged set.
+    let e = IgnoreList::from_sources(&["Swap".into()], &["all".into()]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "ignore-preflight-errors: Invalid value: \"all,swap\": don't specify individual \
+         checks if 'all' is used"
+    );
+    // The same `all` twice is one entry of the set.
+    assert!(IgnoreList::from_sources(&["ALL".into()], &["all".into()])
+        .unwrap()
+        .is_all());
+    let e = IgnoreList::from_sources(&["Bogus".into()], &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("neither one of joinguard's checks"),
+        "{e}"
+    );
+}
+
+#[test]
+fn slow_peer_errors_with_an_operator_message() {
+    let c = Checker::default();
+    let rtts: Vec<f64> = (0..20).map(|i| 78.0 + f64::from(i % 2) * 3.0).collect();
+    let s = Summary::from_samples(
+        &target(TargetKind::EtcdPeer, "198.18.0.3:2380", Some("m2")),
+        ProbeKind::EtcdPeerProbe,
+        &rtts
+            .iter()
+            .map(|ms| Sample {
+                result: Ok(Duration::from_secs_f64(ms / 1000.0)),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let r = c.peer_latency(&s);
+    assert_eq!(r.status, Status::Error);
+    assert_eq!(r.name, CheckName::EtcdPeerLatency);
+    assert_eq!(r.target, "198.18.0.3:2380");
+    assert!((r.threshold.unwrap() - 66.667).abs() < 0.01);
+    let m = &r.message;
+    assert!(m.starts_with("etcd peer 198.18.0.3:2380 (m2) (etcd-peer-probe): effective RTT 84.0 ms (p99 81.0 + jitter 3.0;"), "{m}");
+    assert!(
+        m.contains("exceeds 66.7 ms (2/3 of the 100 ms heartbeat interval)"),
+        "{m}"
+    );
+    assert!(
+        m.contains("--etcd-heartbeat-interval/--etcd-election-timeout"),
+        "{m}"
+    );
+}
+
+#[test]
+fn healthy_peer_is_ok_and_mid_peer_warns() {
+    let c = Checker::default();
+    let ok = summary(
+        TargetKind::EtcdPeer,
+        "198.18.0.2:2380",
+        ProbeKind::EtcdPeerProbe,
+        &[2.0; 20],
+        0,
+    );
+    assert_eq!(c.peer_latency(&ok).status, Status::Ok);
+    let mid = summary(
+        TargetKind::EtcdPeer,
+        "198.18.0.2:2380",
+        ProbeKind::EtcdPeerProbe,
+        &[50.0; 20],
+        0,
+    );
+    let r = c.peer_latency(&mid);
+    assert_eq!(r.status, Status::Warning);
+    assert!(
+        r.message
+            .contains("exceeds 33.3 ms (1/3 of the 100 ms heartbeat"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
+fn single_spike_does_not_fail_peer_check() {
+    let c = Checker::default();
+    let mut rtts = vec![2.0; 20];
+    rtts[4] = 500.0;
+    let s = summary(
+        TargetKind::EtcdPeer,
+        "198.18.0.2:2380",
+        ProbeKind::EtcdPeerProbe,
+        &rtts,
+        0,
+    );
+    assert_eq!(c.peer_latency(&s).status, Status::Ok);
+}
+
+#[test]
+fn unreachable_latency_stream_is_an_error_naming_the_failure() {
+    let c = Checker::default();
+    let s = summary(
+        TargetKind::EtcdPeer,
+        "198.18.0.4:2380",
+        ProbeKind::EtcdPeerProbe,
+        &[],
+        3,
+    );
+    let r = c.peer_latency(&s);
+    assert_eq!(r.status, Status::Error);
+    assert!(r.message.contains("198.18.0.4:2380"));
+    assert!(
+        r.message.contains("timed out after 2000 ms"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.measured, None);
+}
+
+#[test]
+fn packet_loss_bands() {
+    let c = Checker::default();
+    let ep = "198.18.0.2:2379";
+    let k = TargetKind::EtcdClient;
+    let p = ProbeKind::TcpConnect;
+    let r = c.packet_loss(&summary(k, ep, p, &vec![2.0; 388], 12));
+    assert_eq!(r.status, Status::Warning, "{}", r.message);
+    assert_eq!(r.measured, Some(3.0));
+    let r = c.packet_loss(&summary(k, ep, p, &vec![2.0; 360], 40));
+    assert_eq!(r.status, Status::Error, "{}", r.message);
+    assert!(
+        r.message
+            .contains("loss 10.0% (40 of 400 probes) exceeds 5%"),
+        "{}",
+        r.message
+    );
+    let r = c.packet_loss(&summary(k, ep, p, &vec![2.0; 200], 0));
+    assert_eq!(r.status, Status::Ok);
+    // Few probes: observed 10%, but not proven.
+    let r = c.packet_loss(&summary(k, ep, p, &[2.0; 18], 2));
+    assert_eq!(r.status, Status::Warning);
+    assert!(r.message.contains("too few probes"), "{}", r.message);
+}
+
+#[test]
+fn loss_is_judged_on_the_echo_stream_even_when_a_latency_stream_is_longer() {
+    // Measured in the lab at 10% one-way loss: the echoes settle on an error after one batch
+    // of 50, while the status stream (TCP retransmits hide loss) took 60 samples.
+    let c = Checker::default();
+    let ep = "198.18.0.2:2379";
+    let sums = vec![
+        summary(
+            TargetKind::EtcdClient,
+            ep,
+            ProbeKind::EtcdStatus,
+            &[4.0; 60],
+            0,
+        ),
+        summary(
+            TargetKind::EtcdClient,
+            ep,
+            ProbeKind::IcmpEcho,
+            &[2.0; 39],
+            11,
+        ),
+    ];
+    let loss: Vec<CheckResult> = c
+        .evaluate_summaries(&sums)
+        .into_iter()
+        .filter(|r| r.name == CheckName::PacketLoss)
+        .collect();
+    assert_eq!(loss.len(), 1, "{loss:?}");
+    assert_eq!(loss[0].status, Status::Error, "{loss:?}");
+    assert!(loss[0].message.contains("icmp-echo"), "{}", loss[0].message);
+}
+
+#[test]
+fn summaries_route_to_checks_with_fallback_and_one_loss_result_per_target() {
+    let c = Checker::default();
+    let sums = vec![
+        summary(
+            TargetKind::EtcdPeer,
+            "198.18.0.2:2380",
+            ProbeKind::TcpConnect,
+            &vec![2.0; 200],
+            0,
+        ),
+        summary(
+            TargetKind::EtcdPeer,
+            "198.18.0.2:2380",
+            ProbeKind::EtcdPeerProbe,
+            &[2.0; 20],
+            0,
+        ),
+        // No identity for this member: TCP connect stands in.
+        summary(
+            TargetKind::EtcdClient,
+            "198.18.0.3:2379",
+            ProbeKind::TcpConnect,
+            &vec![2.0; 200],
+            0,
+        ),
+        summary(
+            TargetKind::EtcdClient,
+            "198.18.0.2:2379",
+            ProbeKind::EtcdStatus,
+            &[2.0; 20],
+            0,
+        ),
+        summary(
+            TargetKind::EtcdClient,
+            "198.18.0.2:2379",
+            ProbeKind::EtcdQuorumRead,
+            &[3.0; 20],
+            0,
+        ),
+        summary(
+            TargetKind::ApiServer,
+            "198.18.0.9:6443",
+            ProbeKind::ApiReadyz,
+            &[5.0; 20],
+            0,
+        ),
+    ];
+    let rs = c.evaluate_summaries(&sums);
+    let names: Vec<(CheckName, &str)> = rs.iter().map(|r| (r.name, r.target.as_str())).collect();
+    assert_eq!(
+        names,
+        vec![
+            (CheckName::EtcdPeerLatency, "198.18.0.2:2380"),
+            (CheckName::EtcdClientLatency, "198.18.0.3:2379"),
+            (CheckName::EtcdClientLatency, "198.18.0.2:2379"),
+            (CheckName::EtcdQuorumReadLatency, "198.18.0.2:2379"),
+            (CheckName::ApiServerReady, "198.18.0.9:6443"),
+            (CheckName::ApiServerLatency, "198.18.0.9:6443"),
+            (CheckName::PacketLoss, "198.18.0.2:2380"),
+            (CheckName::PacketLoss, "198.18.0.3:2379"),
+            (CheckName::PacketLoss, "198.18.0.2:2379"),
+            (CheckName::PacketLoss, "198.18.0.9:6443"),
+        ]
+    );
+    assert!(rs.iter().all(|r| r.status == Status::Ok), "{rs:#?}");
+    // The peer check used the peer probe, not the TCP fallback.
+    assert!(rs[0].message.contains("etcd-peer-probe"));
+    // Loss for the peer target was judged on the long TCP stream.
+    assert!(rs[6].message.contains("tcp-connect"));
+}
+
+#[test]
+fn ignored_errors_and_warnings_become_ignored_and_the_verdict_is_fit() {
+    let c = Checker::new(
+        Thresholds::default(),
+        IgnoreList::parse("EtcdPeerLatency").unwrap(),
+    );
+    let slow = summary(
+        TargetKind::EtcdPeer,
+        "198.18.0.3:2380",
+        ProbeKind::EtcdPeerProbe,
+        &[80.0; 20],
+        0,
+    );
+    let fast = summary(
+        TargetKind::EtcdPeer,
+        "198.18.0.2:2380",
+        ProbeKind::EtcdPeerProbe,
+        &[2.0; 20],
+        0,
+    );
+    let raw = vec![
+        c.peer_latency(&slow),
+        c.peer_latency(&fast),
+        c.etcd_identity(false),
+    ];
+    assert_eq!(Verdict::from_checks(&raw), Verdict::Unfit);
+    let done = c.finish(raw);
+    assert_eq!(done[0].status, Status::Ignored);
+    assert_eq!(done[1].status, Status::Ok);
+    assert_eq!(done[2].status, Status::Warning);
+    assert_eq!(Verdict::from_checks(&done), Verdict::Fit);
+    assert_eq!(Verdict::from_checks(&done).exit_code(), exit::FIT);
+    assert_eq!(Verdict::Unfit.exit_code(), exit::UNFIT);
+}
+
+fn member(ep: &str, name: &str, id: u64, leader: u64) -> EtcdMemberHealth {
+    EtcdMemberHealth {
+        endpoint: ep.into(),
+        name: Some(name.into()),
+        peer_endpoint: Some(ep.replace(":2379", ":2380")),
+        member_id: Some(id),
+        leader: Some(leader),
+        reachable: true,
+        raft_term: Some(4),
+        db_size: Some(1 << 20),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn etcd_health_all_good() {
+    let c = Checker::default();
+    let ms = vec![
+        member("198.18.0.2:2379", "m1", 1, 1),
+        member("198.18.0.3:2379", "m2", 2, 1),
+    ];
+    let rs = c.etcd_health(&ms);
+    assert_eq!(rs.len(), 2);
+    assert!(rs.iter().all(|r| r.status == Status::Ok));
+}
+
+#[test]
+fn etcd_health_unreachable_member_is_named() {
+    let c = Checker::default();
+    let mut dark = member("198.18.0.3:2379", "m2", 2, 0);
+    dark.reachable = false;
+    dark.name = None;
+    dark.failure = Some(ProbeFailure::Timeout(2000));
+    let rs = c.etcd_health(&[member("198.18.0.2:2379", "m1", 1, 1), dark]);
+    let e: Vec<&CheckResult> = rs.iter().filter(|r| r.status == Status::Error).collect();
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0].target, "198.18.0.3:2379");
+    assert!(e[0].message.starts_with(
+        "etcd member 198.18.0.3:2379 is unreachable: timed out after 2000 ms; the join would fail at member add"
+    ), "{}", e[0].message);
+}
+
+#[test]
+fn etcd_health_existing_learner_is_an_error() {
+    let c = Checker::default();
+    let mut l = member("198.18.0.5:2379", "m4", 4, 1);
+    l.is_learner = true;
+    let rs = c.etcd_health(&[member("198.18.0.2:2379", "m1", 1, 1), l]);
+    let e = rs.iter().find(|r| r.status == Status::Error).unwrap();
+    assert!(e.message.starts_with(
+        "etcd member m4 (198.18.0.5:2380) is already a learner; etcd allows one learner, so the join would fail with \"etcdserver: too many learner members in cluster\""
+    ), "{}", e.message);
+}
+
+#[test]
+fn etcd_health_no_leader_alarms_and_disagreement() {
+    let c = Checker::default();
+    let rs = c.etcd_health(&[
+        member("198.18.0.2:2379", "m1", 1, 0),
+        member("198.18.0.3:2379", "m2", 2, 0),
+    ]);
+    let cluster = rs.iter().find(|r| r.target == CLUSTER_TARGET).unwrap();
+    assert_eq!(cluster.status, Status::Error);
+    assert!(cluster.message.contains("no etcd member reports a leader"));
+
+    let mut alarmed = member("198.18.0.2:2379", "m1", 1, 1);
+    alarmed.alarms = vec!["NOSPACE".into()];
+    let rs = c.etcd_health(&[alarmed, member("198.18.0.3:2379", "m2", 2, 3)]);
+    assert!(rs
+        .iter()
+        .any(|r| r.status == Status::Error && r.message.contains("NOSPACE")));
+    let dis = rs.iter().find(|r| r.target == CLUSTER_TARGET).unwrap();
+    assert_eq!(dis.status, Status::Warning);
+    assert!(dis.message.contains("disagree on the leader (1, 3)"));
+
+    // One member without a leader while the others have one.
+    let rs = c.etcd_health(&[
+        member("198.18.0.2:2379", "m1", 1, 1),
+        member("198.18.0.3:2379", "m2", 2, 0),
+    ]);
+    let e = rs.iter().find(|r| r.status == Status::Error).unwrap();
+    assert_eq!(e.target, "198.18.0.3:2379");
+}
+
+#[test]
+fn snapshot_transfer_and_clock_skew() {
+    let c = Checker::default();
+    let t = target(TargetKind::EtcdPeer, "198.18.0.2:2380", None);
+    let mib = 1024.0 * 1024.0;
+    let r = c.snapshot_transfer(&t, 1 << 30, 8.0 * mib);
+    assert_eq!(r.status, Status::Error);
+    assert_eq!(r.measured, Some(128.0));
+    assert!(r.message.contains("1.0 GiB at the measured 8.0 MiB/s would take 128 s, more than 60 s (50% of kubeadm's 2 min etcd API call budget"), "{}", r.message);
+    assert_eq!(
+        c.snapshot_transfer(&t, 1 << 30, 25.0 * mib).status,
+        Status::Warning
+    );
+    assert_eq!(
+        c.snapshot_transfer(&t, 100 << 20, 100.0 * mib).status,
+        Status::Ok
+    );
+    assert_eq!(c.snapshot_transfer(&t, 1, 0.0).status, Status::Error);
+
+    assert_eq!(c.clock_skew(&t, -45.0).status, Status::Error);
+    assert_eq!(c.clock_skew(&t, 2.0).status, Status::Warning);
+    assert_eq!(c.clock_skew(&t, 0.2).status, Status::Ok);
+}
+
+#[test]
+fn api_server_ready() {
+    let c = Checker::default();
+    let ep = "198.18.0.9:6443";
+    let down = summary(TargetKind::ApiServer, ep, ProbeKind::ApiReadyz, &[], 3);
+    let r = c.api_server_ready(&down);
+    assert_eq!(r.status, Status::Error);
+    assert!(
+        r.message
+            .contains("API server 198.18.0.9:6443 is not ready: timed out after 2000 ms"),
+        "{}",
+        r.message
+    );
+    let up = summary(
+        TargetKind::ApiServer,
+        ep,
+        ProbeKind::ApiReadyz,
+        &[5.0; 10],
+        0,
+    );
+    assert_eq!(c.api_server_ready(&up).status, Status::Ok);
+}
+
+#[test]
+fn json_names_and_statuses() {
+    let r = CheckResult {
+        name: CheckName::ApiServerLatency,
+        target: "198.18.0.9:6443".into(),
+        status: Status::Ignored,
+        message: "m".into(),
+        measured: None,
+        threshold: Some(1.0),
+    };
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["name"], "APIServerLatency");
+    assert_eq!(v["status"], "ignored");
+    assert!(v["measured"].is_null());
+    assert_eq!(serde_json::to_value(Verdict::Unfit).unwrap(), "unfit");
+}
+
+#[test]
+fn durations_print_as_flags_are_written() {
+    assert_eq!(fmt_duration(Duration::from_millis(100)), "100 ms");
+    assert_eq!(fmt_duration(Duration::from_millis(2500)), "2.5 s");
+    assert_eq!(fmt_duration(Duration::from_secs(1)), "1 s");
+    assert_eq!(fmt_duration(Duration::from_secs(120)), "2 min");
+    assert_eq!(fmt_ms(200.0 / 3.0), "66.7 ms");
+}

@@ -1,0 +1,715 @@
+//! After token discovery: what the bootstrap token may read about the cluster (kubeadm's RBAC
+//! lets it get `kube-system/kubeadm-config` and `kube-system/kubeadm-certs`), and the etcd client
+//! identity that `--certificate-key` unlocks.
+//!
+//! - `ClusterConfiguration` (v1beta3 or v1beta4) gives the control-plane endpoint, external etcd
+//!   endpoints, and etcd's `heartbeat-interval` / `election-timeout` when they are set; a legacy
+//!   `ClusterStatus` gives the control-plane nodes' addresses (stacked etcd on :2379).
+//! - `kubeadm-certs` entries are AES-256-GCM with the nonce prepended (kubeadm
+//!   `cryptoutil.EncryptBytes`), keyed by the hex-decoded certificate key. External etcd: its CA
+//!   and client certificate are in the Secret. Stacked etcd: the etcd CA and its key are, and a
+//!   short-lived client certificate is minted from them in memory.
+//!
+//! Every CA key (kubeadm-certs entry or `--cert-dir` file) is read by [`crate::key::PrivateKey`],
+//! so kubeadm's PKCS#1 RSA and SEC1 ECDSA keys work as well as PKCS#8. A minted certificate is
+//! signed the way Go signs for an issuer of that type: RSA PKCS#1 v1.5 SHA-256 from an RSA CA,
+//! ECDSA P-256/SHA-256 or P-384/SHA-384 from an ECDSA CA. The minted leaf's own key is ECDSA
+//! P-256 whatever the CA: ring cannot generate RSA keys, and etcd and kube-apiserver accept any
+//! leaf key type the CA signed.
+//!
+//! Nothing is written to disk; decrypted key material lives in [`Zeroizing`] buffers.
+
+use std::time::{Duration, SystemTime};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde_json::Value;
+use zeroize::Zeroizing;
+
+use super::DiscoveryError;
+use crate::joinconfig::parse_go_duration;
+use crate::key::PrivateKey;
+use crate::kube::ApiClient;
+use crate::retry::{self, Recorder, RetryPolicy, WakeOnConnect};
+
+pub const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+pub const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
+/// Lifetime of a minted etcd client certificate: one preflight run, with room for `--wait`.
+pub const MINTED_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// What kubeadm-config says about the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterFacts {
+    pub control_plane_endpoint: Option<String>,
+    /// `etcd.external.endpoints`.
+    pub external_etcd: Vec<String>,
+    /// `etcd.local.extraArgs` `heartbeat-interval` (etcd takes milliseconds).
+    pub heartbeat: Option<Duration>,
+    /// `etcd.local.extraArgs` `election-timeout`.
+    pub election: Option<Duration>,
+    /// Legacy `ClusterStatus.apiEndpoints` advertise addresses.
+    pub control_plane_addresses: Vec<String>,
+    /// Stacked etcd members' client URLs from the etcd static pods' annotations (read with a
+    /// short-lived in-memory admin certificate; see [`read_cluster`]).
+    pub etcd_pod_urls: Vec<String>,
+}
+
+impl ClusterFacts {
+    /// Parses the kubeadm-config ConfigMap.
+    pub fn from_config_map(cm: &Value) -> Result<ClusterFacts, String> {
+        let text = cm
+            .pointer("/data/ClusterConfiguration")
+            .and_then(Value::as_str)
+            .ok_or("kubeadm-config has no ClusterConfiguration")?;
+        let cc: serde_yaml::Value = serde_yaml::from_str(text)
+            .map_err(|e| format!("ClusterConfiguration is not YAML ({e})"))?;
+        let mut f = ClusterFacts {
+            control_plane_endpoint: cc["controlPlaneEndpoint"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            ..ClusterFacts::default()
+        };
+        if let Some(eps) = cc["etcd"]["external"]["endpoints"].as_sequence() {
+            f.external_etcd = eps
+                .iter()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect();
+        }
+        // v1beta4: a list of {name, value}; v1beta3: a map.
+        let args = &cc["etcd"]["local"]["extraArgs"];
+        let arg = |name: &str| -> Option<String> {
+            match args {
+                serde_yaml::Value::Sequence(items) => items
+                    .iter()
+                    .find(|i| i["name"].as_str() == Some(name))
+                    .and_then(|i| i["value"].as_str().map(str::to_string)),
+                serde_yaml::Value::Mapping(_) => args[name].as_str().map(str::to_string),
+                _ => None,
+            }
+        };
+        let ms = |v: String| {
+            v.trim()
+                .parse::<u64>()
+                .map(Duration::from_millis)
+                .ok()
+                .or_else(|| parse_go_duration(&v))
+        };
+        f.heartbeat = arg("heartbeat-interval").and_then(ms);
+        f.election = arg("election-timeout").and_then(ms);
+        if let Some(status) = cm.pointer("/data/ClusterStatus").and_then(Value::as_str) {
+            let s: serde_yaml::Value = serde_yaml::from_str(status)
+                .map_err(|e| format!("ClusterStatus is not YAML ({e})"))?;
+            if let Some(m) = s["apiEndpoints"].as_mapping() {
+                f.control_plane_addresses = m
+                    .values()
+                    .filter_map(|e| e["advertiseAddress"].as_str().map(str::to_string))
+                    .collect();
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// A CA that can sign: its certificate (PEM) and its key, checked to belong together.
+pub struct SigningCa {
+    cert_pem: Vec<u8>,
+    key: PrivateKey,
+}
+
+impl std::fmt::Debug for SigningCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningCa")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningCa {
+    /// Reads a CA certificate and its key. `cert_name` and `key_name` say where they came from
+    /// (`kubeadm-certs entry etcd-ca.key`, or a file path) and start every error message; `file`
+    /// is the key's path when it is a file, for the advice. Errors never carry key bytes.
+    pub fn parse(
+        cert_name: &str,
+        cert_pem: &[u8],
+        key_name: &str,
+        key_pem: &[u8],
+        file: Option<&std::path::Path>,
+    ) -> Result<SigningCa, String> {
+        let key = PrivateKey::from_pem(key_pem, file).map_err(|e| format!("{key_name}: {e}"))?;
+        let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem)
+            .map_err(|e| format!("{cert_name}: not a PEM certificate ({e})"))?;
+        let cert = pem
+            .parse_x509()
+            .map_err(|e| format!("{cert_name}: not an X.509 certificate ({e})"))?;
+        if !cert.is_ca() {
+            return Err(format!(
+                "{cert_name}: the certificate is not a CA (no basicConstraints CA:TRUE); give \
+                 the CA certificate kubeadm wrote (CN {:?} is a leaf)",
+                cert.subject().to_string()
+            ));
+        }
+        let signer = key.to_rcgen().map_err(|e| format!("{key_name}: {e}"))?;
+        if cert.public_key().subject_public_key.data.as_ref() != signer.public_key_raw() {
+            return Err(format!(
+                "{key_name}: the key does not belong to the CA certificate {cert_name} (its \
+                 public key differs); give the key kubeadm wrote next to it"
+            ));
+        }
+        Ok(SigningCa {
+            cert_pem: cert_pem.to_vec(),
+            key,
+        })
+    }
+
+    /// What the key is, e.g. `RSA-2048 PKCS#1`.
+    pub fn describe_key(&self) -> String {
+        self.key.summary()
+    }
+}
+
+/// The etcd client material that kubeadm-certs (or a kubeadm certificates directory) yields.
+#[derive(Clone)]
+pub struct EtcdMaterial {
+    /// Where it came from, for the report: `kubeadm-certs` or the directory.
+    pub source: String,
+    pub ca_pem: Vec<u8>,
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Zeroizing<Vec<u8>>,
+    /// True for a certificate minted here from the etcd CA (stacked etcd).
+    pub minted: bool,
+    /// The CA key that signed the minted certificate, e.g. `RSA-2048 PKCS#1`.
+    pub ca_key: Option<String>,
+    /// The cluster CA and its key (`ca.crt`, `ca.key`), when kubeadm-certs has them.
+    cluster_ca: Option<std::sync::Arc<SigningCa>>,
+}
+
+impl std::fmt::Debug for EtcdMaterial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdMaterial")
+            .field("minted", &self.minted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses `--certificate-key` (64 hex digits, AES-256). The error never repeats the key.
+pub fn parse_certificate_key(s: &str) -> Result<Zeroizing<[u8; 32]>, String> {
+    let s = s.trim();
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(
+            "the certificate key must be 64 hex digits (32 bytes), as printed by \
+                    `kubeadm init phase upload-certs --upload-certs`"
+                .into(),
+        );
+    }
+    let mut k = Zeroizing::new([0u8; 32]);
+    for i in 0..32 {
+        k[i] = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(k)
+}
+
+/// kubeadm `cryptoutil.DecryptBytes`: `nonce(12) || ciphertext || tag(16)`, AES-256-GCM.
+pub fn decrypt_bytes(data: &[u8], key: &[u8; 32]) -> Option<Zeroizing<Vec<u8>>> {
+    use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+    if data.len() < NONCE_LEN + AES_256_GCM.tag_len() {
+        return None;
+    }
+    let (nonce, sealed) = data.split_at(NONCE_LEN);
+    let key = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).ok()?);
+    let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+    let mut buf = Zeroizing::new(sealed.to_vec());
+    let plain_len = key
+        .open_in_place(nonce, Aad::empty(), buf.as_mut_slice())
+        .ok()?
+        .len();
+    buf.truncate(plain_len);
+    Some(buf)
+}
+
+/// Decrypts the etcd entries of a kubeadm-certs Secret and returns a client identity for etcd.
+///
+/// An entry whose key cannot be used (encrypted, unsupported, damaged) is [`DiscoveryError::Input`]
+/// (exit 2): the certificate key did decrypt it, so nothing on this node is at fault, but waiting
+/// or retrying cannot fix what `kubeadm init phase upload-certs` uploaded either. kubeadm's own
+/// join would fail on the same file. The message names the entry and the format found.
+pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, DiscoveryError> {
+    let entry = |name: &str| -> Result<Option<Zeroizing<Vec<u8>>>, DiscoveryError> {
+        let Some(b64) = secret
+            .pointer(&format!(
+                "/data/{}",
+                name.replace('~', "~0").replace('/', "~1")
+            ))
+            .and_then(Value::as_str)
+        else {
+            return Ok(None);
+        };
+        // Secret data is base64 of the encrypted entry.
+        let sealed = STANDARD.decode(b64).map_err(|e| {
+            DiscoveryError::Failed(format!("kubeadm-certs entry {name} is not base64 ({e})"))
+        })?;
+        // kubeadm uploads an empty entry for a file it did not find (copycerts.go
+        // `getDataFromDisk`: an external CA without `ca.key`, insecure external etcd).
+        if sealed.is_empty() {
+            return Ok(None);
+        }
+        decrypt_bytes(&sealed, key).map(Some).ok_or_else(|| {
+            DiscoveryError::Input(
+                "--certificate-key does not decrypt kubeadm-certs: the key is wrong, or the \
+                 certificates were uploaded again with another key (they expire 2 hours after \
+                 `kubeadm init phase upload-certs --upload-certs`; run it again and use the key \
+                 it prints)"
+                    .into(),
+            )
+        })
+    };
+    let unusable = |e: String| {
+        DiscoveryError::Input(format!(
+            "{e}. kubeadm uploaded it from /etc/kubernetes/pki on a control-plane node: fix the \
+             file there and run `kubeadm init phase upload-certs --upload-certs` again"
+        ))
+    };
+    let signing_ca = |crt: &str, key: &str| -> Result<Option<SigningCa>, DiscoveryError> {
+        match (entry(crt)?, entry(key)?) {
+            (Some(c), Some(k)) => SigningCa::parse(
+                &format!("kubeadm-certs entry {crt}"),
+                &c,
+                &format!("kubeadm-certs entry {key}"),
+                &k,
+                None,
+            )
+            .map(Some)
+            .map_err(unusable),
+            _ => Ok(None),
+        }
+    };
+    let cluster_ca = signing_ca("ca.crt", "ca.key")?.map(std::sync::Arc::new);
+    if let (Some(ca), Some(cert), Some(k)) = (
+        entry("external-etcd-ca.crt")?,
+        entry("external-etcd.crt")?,
+        entry("external-etcd.key")?,
+    ) {
+        // Read here so that a bad key names its entry; etcd-client gets it as PKCS#8.
+        let client_key = PrivateKey::from_pem(&k, None)
+            .map_err(|e| unusable(format!("kubeadm-certs entry external-etcd.key: {e}")))?;
+        return Ok(EtcdMaterial {
+            source: "kubeadm-certs".into(),
+            ca_pem: ca.to_vec(),
+            cert_pem: cert.to_vec(),
+            key_pem: client_key.to_pkcs8_pem(),
+            minted: false,
+            ca_key: None,
+            cluster_ca,
+        });
+    }
+    let Some(etcd_ca) = signing_ca("etcd-ca.crt", "etcd-ca.key")? else {
+        return Err(DiscoveryError::Failed(
+            "kubeadm-certs has neither the etcd CA (stacked etcd) nor the external etcd client \
+             certificate"
+                .into(),
+        ));
+    };
+    let (cert_pem, key_pem) =
+        mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
+            .map_err(|e| DiscoveryError::Failed(format!("kubeadm-certs entry etcd-ca.key: {e}")))?;
+    Ok(EtcdMaterial {
+        source: "kubeadm-certs".into(),
+        ca_pem: etcd_ca.cert_pem.clone(),
+        cert_pem,
+        key_pem,
+        minted: true,
+        ca_key: Some(etcd_ca.describe_key()),
+        cluster_ca,
+    })
+}
+
+/// Builds the etcd client identity from a kubeadm certificates directory, as kubeadm's manual
+/// certificate distribution (and Cluster API's bootstrap) leaves it on a joining control-plane
+/// node: `etcd/ca.crt` + `etcd/ca.key` are required (stacked etcd), `ca.crt` + `ca.key` are used
+/// when present. Reads files only (each bounded by [`crate::limits::MAX_FILE`]); every error is
+/// bad input that names the file (and, for a key, the format found) and never prints key
+/// material.
+pub fn etcd_material_from_dir(dir: &std::path::Path) -> Result<EtcdMaterial, String> {
+    let read = |rel: &str, required: bool| -> Result<Option<Zeroizing<Vec<u8>>>, String> {
+        let path = dir.join(rel);
+        match crate::limits::read_file(&path) {
+            Ok(b) => Ok(Some(Zeroizing::new(b))),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!(
+                "{}: {e} (kubeadm places the etcd CA there for a control-plane join without \
+                 --certificate-key; for external etcd give --etcd-cacert, --etcd-cert and \
+                 --etcd-key instead)",
+                path.display()
+            )),
+        }
+    };
+    let parse = |crt: &str, key: &str, c: &[u8], k: &[u8]| {
+        let (cp, kp) = (dir.join(crt), dir.join(key));
+        SigningCa::parse(
+            &cp.display().to_string(),
+            c,
+            &kp.display().to_string(),
+            k,
+            Some(&kp),
+        )
+    };
+    let (Some(ca), Some(ca_key)) = (read("etcd/ca.crt", true)?, read("etcd/ca.key", true)?) else {
+        unreachable!("required files are Some or an error");
+    };
+    let etcd_ca = parse("etcd/ca.crt", "etcd/ca.key", &ca, &ca_key)?;
+    let cluster_ca = match (read("ca.crt", false)?, read("ca.key", false)?) {
+        (Some(c), Some(k)) => Some(std::sync::Arc::new(parse("ca.crt", "ca.key", &c, &k)?)),
+        _ => None,
+    };
+    let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
+        .map_err(|e| format!("{}: {e}", dir.join("etcd/ca.key").display()))?;
+    Ok(EtcdMaterial {
+        source: dir.display().to_string(),
+        ca_pem: etcd_ca.cert_pem.clone(),
+        cert_pem,
+        key_pem,
+        minted: true,
+        ca_key: Some(etcd_ca.describe_key()),
+        cluster_ca,
+    })
+}
+
+/// Where the etcd identity comes from after token discovery.
+#[derive(Debug)]
+pub enum CertSource<'a> {
+    /// `--certificate-key`: read and decrypt the kubeadm-certs Secret.
+    KubeadmCerts(&'a [u8; 32]),
+    /// `--cert-dir`: already read from disk.
+    Files(EtcdMaterial),
+}
+
+/// A client certificate (clientAuth, CN `cn`, O `org`), signed by `ca` with the CA key's own
+/// algorithm (RSA PKCS#1 v1.5 SHA-256, ECDSA P-256/SHA-256, P-384/SHA-384, Ed25519), valid from 5
+/// minutes ago for `lifetime`. The leaf key is a fresh ECDSA P-256 key (ring generates no RSA),
+/// returned as PKCS#8 PEM.
+pub fn mint_client(
+    ca: &SigningCa,
+    cn: &str,
+    org: Option<&str>,
+    lifetime: Duration,
+) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>), String> {
+    use rcgen::{
+        CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let signer = ca.key.to_rcgen().map_err(|e| e.to_string())?;
+    let ca_text = String::from_utf8(ca.cert_pem.clone()).map_err(|_| "the CA is not PEM text")?;
+    let issuer = Issuer::from_ca_cert_pem(&ca_text, signer)
+        .map_err(|e| format!("the CA certificate is not usable ({e})"))?;
+    let key = KeyPair::generate().map_err(|e| format!("generating a client key: {e}"))?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    if let Some(o) = org {
+        params.distinguished_name.push(DnType::OrganizationName, o);
+    }
+    params.is_ca = IsCa::ExplicitNoCa;
+    // kubeadm's leaf key usages (pkiutil.NewSignedCert); keyEncipherment is harmless on an
+    // ECDSA leaf and Go's verifier ignores key usages of leaves.
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let now = SystemTime::now();
+    params.not_before = (now - Duration::from_secs(300)).into();
+    params.not_after = (now + lifetime).into();
+    let cert = params
+        .signed_by(&key, &issuer)
+        .map_err(|e| format!("signing the client certificate: {e}"))?;
+    Ok((
+        cert.pem().into_bytes(),
+        Zeroizing::new(key.serialize_pem().into_bytes()),
+    ))
+}
+
+/// Lifetime of the admin certificate minted to list the etcd pods: one request.
+pub const ADMIN_LIFETIME: Duration = Duration::from_secs(300);
+/// kubeadm's etcd static pods (`etcdutil.NewFromCluster`).
+pub const ETCD_PODS: &str =
+    "/api/v1/namespaces/kube-system/pods?labelSelector=component%3Detcd%2Ctier%3Dcontrol-plane";
+/// The annotation with a stacked member's client URL.
+pub const ETCD_URL_ANNOTATION: &str = "kubeadm.kubernetes.io/etcd.advertise-client-urls";
+
+/// Reads kubeadm-config (and, with a certificate key, kubeadm-certs) with the bootstrap token,
+/// on `policy`. For stacked etcd in a cluster without a ClusterStatus, the member URLs are on the
+/// etcd pods, which a bootstrap token may not list: with the cluster CA from kubeadm-certs it
+/// mints an in-memory admin certificate (CN `joinguard-preflight`, O `system:masters`, valid
+/// 5 minutes) for that one list, as the join itself would with the same key material.
+pub async fn read_cluster(
+    client: &ApiClient,
+    admin: impl FnOnce(&[u8], Zeroizing<Vec<u8>>) -> Result<ApiClient, String>,
+    policy: &RetryPolicy,
+    recorder: &Recorder,
+    certs: Option<CertSource<'_>>,
+) -> Result<(ClusterFacts, Option<EtcdMaterial>), DiscoveryError> {
+    let wake = client.socket_addr().map(WakeOnConnect::new);
+    let get = |c: &ApiClient, op: &'static str, path: &'static str| {
+        let wake = wake.clone();
+        let c = c.clone();
+        async move {
+            retry::run(policy, op, recorder, wake.as_ref(), |ctx| {
+                c.get(path, ctx.timeout)
+            })
+            .await
+            .map_err(DiscoveryError::from_retry)
+        }
+    };
+    let cm = get(client, "kube-system/kubeadm-config get", KUBEADM_CONFIG).await?;
+    let mut facts = ClusterFacts::from_config_map(&cm).map_err(DiscoveryError::Failed)?;
+    let material = match certs {
+        None => return Ok((facts, None)),
+        Some(CertSource::Files(m)) => m,
+        Some(CertSource::KubeadmCerts(k)) => {
+            let secret = get(client, "kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
+            etcd_material(&secret, k)?
+        }
+    };
+    let stacked_unknown =
+        facts.external_etcd.is_empty() && facts.control_plane_addresses.is_empty();
+    if let (true, Some(ca)) = (stacked_unknown, &material.cluster_ca) {
+        let (cert, key) = mint_client(
+            ca,
+            "joinguard-preflight",
+            Some("system:masters"),
+            ADMIN_LIFETIME,
+        )
+        .map_err(DiscoveryError::Failed)?;
+        let admin_client = admin(&cert, key).map_err(DiscoveryError::Failed)?;
+        let pods = get(&admin_client, "kube-system/pods list (etcd)", ETCD_PODS).await?;
+        facts.etcd_pod_urls = pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["metadata"]["annotations"][ETCD_URL_ANNOTATION].as_str())
+            .filter_map(|urls| urls.split(',').map(str::trim).find(|u| !u.is_empty()))
+            .map(str::to_string)
+            .collect();
+    }
+    Ok((facts, Some(material)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn facts_from_v1beta4_and_v1beta3_layouts() {
+        let v4 = json!({"data": {"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\ncontrolPlaneEndpoint: 10.0.0.10:6443\netcd:\n  local:\n    extraArgs:\n    - name: heartbeat-interval\n      value: \"250\"\n    - name: election-timeout\n      value: \"2500\"\nkind: ClusterConfiguration\n"}});
+        let f = ClusterFacts::from_config_map(&v4).unwrap();
+        assert_eq!(f.control_plane_endpoint.as_deref(), Some("10.0.0.10:6443"));
+        assert_eq!(f.heartbeat, Some(Duration::from_millis(250)));
+        assert_eq!(f.election, Some(Duration::from_millis(2500)));
+        let v3 = json!({"data": {
+            "ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta3\netcd:\n  external:\n    endpoints:\n    - https://10.0.0.21:2379\n    - https://10.0.0.22:2379\nkind: ClusterConfiguration\n",
+            "ClusterStatus": "apiEndpoints:\n  cp-1:\n    advertiseAddress: 10.0.0.11\n    bindPort: 6443\n",
+        }});
+        let f = ClusterFacts::from_config_map(&v3).unwrap();
+        assert_eq!(
+            f.external_etcd,
+            ["https://10.0.0.21:2379", "https://10.0.0.22:2379"]
+        );
+        assert_eq!(f.control_plane_addresses, ["10.0.0.11"]);
+        assert_eq!(f.heartbeat, None);
+    }
+
+    #[test]
+    fn certificate_keys_and_decryption() {
+        use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+        let hex = "ab".repeat(32);
+        let key = parse_certificate_key(&hex).unwrap();
+        assert!(parse_certificate_key("abcd")
+            .unwrap_err()
+            .contains("64 hex digits"));
+        assert!(!parse_certificate_key(&"zz".repeat(32))
+            .unwrap_err()
+            .contains("zz"));
+        let nonce = [7u8; 12];
+        let mut buf = b"secret material".to_vec();
+        LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &*key).unwrap())
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut buf)
+            .unwrap();
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&buf);
+        assert_eq!(
+            decrypt_bytes(&sealed, &key).unwrap().as_slice(),
+            b"secret material"
+        );
+        let wrong = parse_certificate_key(&"cd".repeat(32)).unwrap();
+        assert!(decrypt_bytes(&sealed, &wrong).is_none());
+        assert!(decrypt_bytes(&sealed[..10], &key).is_none());
+    }
+
+    /// The signature algorithm OID of a PEM certificate, and whether it chains to `ca_pem` as a
+    /// clientAuth certificate (rustls' webpki verifier, as etcd's Go verifier would check it).
+    fn signature_and_chain(cert_pem: &[u8], ca_pem: &[u8]) -> (String, Result<(), String>) {
+        let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        let oid = cert.signature_algorithm.algorithm.to_id_string();
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pemfile::certs(&mut &ca_pem[..]) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            std::sync::Arc::new(roots),
+            std::sync::Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        let der = rustls_pki_types::CertificateDer::from(pem.contents.clone());
+        let chain = verifier
+            .verify_client_cert(&der, &[], rustls_pki_types::UnixTime::now())
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        (oid, chain)
+    }
+
+    /// kubeadm's default CA (RSA-2048, its key PKCS#1 `BEGIN RSA PRIVATE KEY`) failed here with
+    /// "the CA key is not usable (Could not parse key pair)": rcgen on ring takes PKCS#8 only.
+    /// Every CA kubeadm can write now mints, and signs as Go signs for that issuer type.
+    #[test]
+    fn mints_from_every_ca_key_kubeadm_writes_with_the_issuers_signature() {
+        use netlab::pki::{KeyAlgorithm, KeyEncoding, KeyProfile, TestCa};
+        let sha256_rsa = "1.2.840.113549.1.1.11";
+        let ecdsa_sha256 = "1.2.840.10045.4.3.2";
+        let ecdsa_sha384 = "1.2.840.10045.4.3.3";
+        let cases = [
+            (KeyProfile::RSA_2048, sha256_rsa),
+            (KeyProfile::kubeadm(KeyAlgorithm::Rsa(3072)), sha256_rsa),
+            (KeyProfile::kubeadm(KeyAlgorithm::Rsa(4096)), sha256_rsa),
+            (KeyProfile::ECDSA_P256, ecdsa_sha256),
+            (KeyProfile::kubeadm(KeyAlgorithm::EcdsaP384), ecdsa_sha384),
+            (KeyProfile::PKCS8_P256, ecdsa_sha256),
+            (
+                KeyProfile {
+                    algorithm: KeyAlgorithm::Rsa(2048),
+                    encoding: KeyEncoding::Pkcs8,
+                },
+                sha256_rsa,
+            ),
+        ];
+        for (profile, want_sig) in cases {
+            let ca = TestCa::with_profile("etcd-ca", profile).unwrap();
+            let signing = SigningCa::parse(
+                "etcd/ca.crt",
+                ca.cert_pem().as_bytes(),
+                "etcd/ca.key",
+                ca.key_pem().as_bytes(),
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{profile}: {e}"));
+            let (cert, key) =
+                mint_client(&signing, "joinguard-preflight", None, MINTED_LIFETIME).unwrap();
+            let (sig, chain) = signature_and_chain(&cert, ca.cert_pem().as_bytes());
+            assert_eq!(sig, want_sig, "{profile}");
+            chain.unwrap_or_else(|e| panic!("{profile}: minted cert does not verify: {e}"));
+            // The minted leaf key is ECDSA P-256 (ring generates no RSA), PKCS#8.
+            let leaf = PrivateKey::from_pem(&key, None).unwrap();
+            assert_eq!(leaf.algorithm(), crate::key::KeyAlgorithm::EcdsaP256);
+        }
+    }
+
+    #[test]
+    fn a_ca_key_that_is_not_the_certificates_is_refused() {
+        use netlab::pki::{KeyProfile, TestCa};
+        let a = TestCa::with_profile("etcd-ca", KeyProfile::ECDSA_P256).unwrap();
+        let b = TestCa::with_profile("etcd-ca", KeyProfile::ECDSA_P256).unwrap();
+        let e = SigningCa::parse(
+            "etcd/ca.crt",
+            a.cert_pem().as_bytes(),
+            "etcd/ca.key",
+            b.key_pem().as_bytes(),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("etcd/ca.key: the key does not belong to the CA certificate etcd/ca.crt"),
+            "{e}"
+        );
+        let leaf = a.issue(&netlab::pki::CertSpec::client("c", None)).unwrap();
+        let e = SigningCa::parse(
+            "etcd/ca.crt",
+            leaf.cert_pem.as_bytes(),
+            "etcd/ca.key",
+            leaf.key_pem.as_bytes(),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("is not a CA"), "{e}");
+    }
+
+    fn sealed_secret(entries: &[(&str, &[u8])], key: &[u8; 32]) -> Value {
+        use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+        let mut data = serde_json::Map::new();
+        for (name, body) in entries {
+            let b64 = if body.is_empty() {
+                String::new()
+            } else {
+                let nonce = [9u8; 12];
+                let mut buf = body.to_vec();
+                LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).unwrap())
+                    .seal_in_place_append_tag(
+                        Nonce::assume_unique_for_key(nonce),
+                        Aad::empty(),
+                        &mut buf,
+                    )
+                    .unwrap();
+                let mut sealed = nonce.to_vec();
+                sealed.extend_from_slice(&buf);
+                STANDARD.encode(sealed)
+            };
+            data.insert((*name).to_string(), b64.into());
+        }
+        json!({ "data": data })
+    }
+
+    #[test]
+    fn kubeadm_certs_entries_in_kubeadm_formats_mint_and_bad_ones_name_the_entry() {
+        use netlab::pki::{KeyProfile, KubeadmPki};
+        let key = [5u8; 32];
+        let pki = KubeadmPki::with_profile(KeyProfile::RSA_2048).unwrap();
+        let entries = pki.kubeadm_certs_entries();
+        let all: Vec<(&str, &[u8])> = entries
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_bytes()))
+            .collect();
+        let m = etcd_material(&sealed_secret(&all, &key), &key).unwrap();
+        assert!(m.minted);
+        assert_eq!(m.ca_key.as_deref(), Some("RSA-2048 PKCS#1"));
+        assert!(m.cluster_ca.is_some());
+
+        // kubeadm uploads an empty entry for a file it did not find (an external CA without
+        // ca.key): that is "absent", not a wrong certificate key.
+        let mut no_ca_key = all.clone();
+        no_ca_key.retain(|(n, _)| *n != "ca.key");
+        no_ca_key.push(("ca.key", b""));
+        let m = etcd_material(&sealed_secret(&no_ca_key, &key), &key).unwrap();
+        assert!(m.cluster_ca.is_none());
+
+        let encrypted = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../joinguard/tests/data/keys/encrypted-pkcs8.pem"),
+        )
+        .unwrap();
+        let mut bad = all.clone();
+        bad.retain(|(n, _)| *n != "etcd-ca.key");
+        bad.push(("etcd-ca.key", &encrypted));
+        let e = etcd_material(&sealed_secret(&bad, &key), &key).unwrap_err();
+        assert!(matches!(e, DiscoveryError::Input(_)), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "kubeadm-certs entry etcd-ca.key: encrypted PKCS#8 key (BEGIN ENCRYPTED PRIVATE KEY)"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("kubeadm init phase upload-certs"), "{msg}");
+        assert!(!msg.contains(&String::from_utf8_lossy(&encrypted[40..100]).to_string()));
+    }
+}

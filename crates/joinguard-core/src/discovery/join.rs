@@ -1,0 +1,558 @@
+//! The join's inputs, shared by `preflight` and `monitor`: the kubeadm join line (flags or
+//! `--config` under kubeadm's mixing rule, `--token`, `--control-plane`, `--discovery-file`,
+//! this node's advertise address), the validated targets and TLS material ([`super::input`]),
+//! and token discovery (cluster-info, kubeadm-config, kubeadm-certs) filling in what the flags
+//! left open. Moved here from `preflight` so that the monitor needs no command to read its
+//! `cluster:` section. Progress lines go to the caller's [`Notes`]; nothing here probes or
+//! judges.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::cluster::{self, ClusterFacts, EtcdMaterial};
+use super::{BootstrapToken, CaTrust, DiscoveryError};
+use crate::failure::Stopped;
+use crate::joinconfig::JoinConfig;
+use crate::kube::ApiClient;
+use crate::kubeadm;
+use crate::notes::Notes;
+use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
+use crate::probe::tls::TlsClient;
+use crate::retry::{Recorder, RetryPolicy};
+use crate::spec::PreflightSpec;
+use crate::target::TargetKind;
+
+use super::input::{self, PreflightInput};
+
+/// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
+/// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
+/// (cluster-info, kubeadm-config, kubeadm-certs) when a token is given. `joinguard monitor`
+/// reuses it, so both commands accept the same inputs. Errors say why it stopped (invalid
+/// input, trust failure, discovery failed) with the message; progress lines go to `notes`.
+pub async fn resolve_input(
+    mut args: PreflightSpec,
+    recorder: &Recorder,
+    notes: &dyn Notes,
+) -> Result<PreflightInput, Stopped> {
+    let line = kubeadm_join_line(&mut args, notes).map_err(Stopped::Invalid)?;
+    let discovery = DiscoveryInput::from_args(&args).map_err(Stopped::Invalid)?;
+    let mut input =
+        PreflightInput::from_args(&args).map_err(|e| Stopped::Invalid(e.to_string()))?;
+    if let Some(ca) = line.file_ca {
+        input.api_ca = Some(ca);
+    }
+    input.control_plane = line.control_plane;
+    input.advertise_address = line.advertise_address;
+    input.notes.extend(line.notes);
+    for k in input.ignore.kubeadm_checks() {
+        input.notes.push(format!(
+            "{k} is a kubeadm check; joinguard has nothing to ignore for it"
+        ));
+    }
+    let want_etcd = line.control_plane || line.explicit_etcd;
+    if let Some(d) = discovery {
+        let budget = match line.discovery_timeout {
+            Some(t) => input.timeout.min(t),
+            None => input.timeout,
+        };
+        match d.run(budget, recorder, notes).await {
+            Ok(found) => found
+                .apply(&mut input, &args, want_etcd, notes)
+                .map_err(Stopped::Invalid)?,
+            Err(e) => {
+                let message = e.to_string();
+                return Err(match e {
+                    DiscoveryError::Trust(_) => Stopped::Trust(message),
+                    DiscoveryError::Input(_) => Stopped::Invalid(message),
+                    DiscoveryError::Failed(_) => Stopped::Failed(message),
+                });
+            }
+        }
+    }
+    Ok(input)
+}
+
+/// What the kubeadm join line adds to preflight's own inputs.
+struct JoinLine {
+    /// The CA of `discovery.file` / `--discovery-file` (kubeadm's file discovery trusts it).
+    file_ca: Option<CaBundle>,
+    control_plane: bool,
+    /// etcd inputs were given on purpose (--etcd-*, --cert-dir, --certificate-key).
+    explicit_etcd: bool,
+    advertise_address: Option<IpAddr>,
+    discovery_timeout: Option<Duration>,
+    /// For the report's notes (text and JSON).
+    notes: Vec<String>,
+}
+
+/// The kubeadm flags among the given ones, as kubeadm spells them.
+fn kubeadm_flags_given(a: &PreflightSpec) -> Vec<String> {
+    a.given
+        .iter()
+        .filter(|f| kubeadm::flags::lookup(f).is_some())
+        .cloned()
+        .collect()
+}
+
+/// Applies the kubeadm join line to the flags: kubeadm's rule for `--config` beside flags
+/// (`ValidateMixedArguments`), the file's fields, `--token` as the default discovery and TLS
+/// bootstrap token, `--control-plane` (worker join without it), `--discovery-file`, and this
+/// node's advertise address (`newJoinData` in kubeadm's `cmd/join.go`).
+fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine, String> {
+    let given = kubeadm_flags_given(a);
+    if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
+        return Err(e);
+    }
+    let unused: Vec<String> = given
+        .iter()
+        .filter(|f| kubeadm::flags::lookup(f).is_some_and(|k| !k.is_used()))
+        .map(|f| format!("--{f}"))
+        .collect();
+    if !unused.is_empty() && crate::logging::verbosity() >= 1 {
+        sink.note(&format!(
+            "[preflight] kubeadm flags accepted, not used by joinguard: {}",
+            unused.join(", ")
+        ));
+    }
+    let mut notes = Vec::new();
+    // Notes go into the report (text and JSON), not a second time to stderr.
+    let say = |line: String, notes: &mut Vec<String>| notes.push(line);
+    let mut line = JoinLine {
+        file_ca: None,
+        control_plane: a.control_plane,
+        explicit_etcd: false,
+        advertise_address: None,
+        discovery_timeout: None,
+        notes: Vec::new(),
+    };
+    let mut advertise = a.apiserver_advertise_address.clone();
+    let mut advertise_source = "--apiserver-advertise-address".to_string();
+    let mut discovery_file = a.discovery_file.clone();
+    let mut file_source = "--discovery-file".to_string();
+    if let Some(tls) = &a.tls_bootstrap_token {
+        BootstrapToken::parse(tls).map_err(|e| format!("--tls-bootstrap-token: {e}"))?;
+    }
+    if let Some(path) = a.config.clone() {
+        if a.api_server_endpoint.take().is_some() {
+            say(
+                "WARNING: the API endpoint argument is ignored beside --config, as kubeadm join \
+                 ignores it; discovery.bootstrapToken.apiServerEndpoint is used"
+                    .into(),
+                &mut notes,
+            );
+        }
+        let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
+        for w in &c.warnings {
+            sink.note(&format!(
+                "[preflight] WARNING: --config {}: {w}",
+                path.display()
+            ));
+        }
+        if let Some(tls) = &c.tls_bootstrap_token {
+            BootstrapToken::parse(tls).map_err(|e| {
+                format!(
+                    "--config {}: discovery.tlsBootstrapToken: {e}",
+                    path.display()
+                )
+            })?;
+        }
+        a.api_server_endpoint = c.api_server_endpoint.clone();
+        a.token = c.token.clone();
+        a.discovery_token_ca_cert_hash = c.ca_cert_hashes.clone();
+        a.discovery_token_unsafe_skip_ca_verification = c.unsafe_skip_ca_verification;
+        line.control_plane = c.local_api_endpoint.is_some();
+        if let Some((addr, port)) = c.local_api_endpoint {
+            advertise = addr.map(|a| a.to_string());
+            advertise_source = format!(
+                "--config {}: controlPlane.localAPIEndpoint.advertiseAddress",
+                path.display()
+            );
+            a.apiserver_bind_port = Some(port);
+            if a.etcd_cert.is_none() && a.cert_dir.is_none() {
+                a.certificate_key = c.certificate_key.clone();
+            }
+        }
+        // --node-name may stand beside --config and overrides the file (kubeadm newJoinData).
+        if a.node_name.is_none() {
+            a.node_name = c.node_name.clone();
+        }
+        // The flag's list and the file's are merged into one set, as kubeadm merges them.
+        a.ignore_preflight_errors
+            .extend(c.ignore_preflight_errors.iter().cloned());
+        discovery_file = c.discovery_file.clone();
+        file_source = format!("--config {}: discovery.file.kubeConfigPath", path.display());
+        line.discovery_timeout = c.discovery_timeout;
+    } else {
+        // --token is the default of both --discovery-token and --tls-bootstrap-token.
+        if let Some(d) = a.discovery_token.take() {
+            a.token = Some(d);
+        }
+        if !a.control_plane
+            && (a.certificate_key.is_some()
+                || a.apiserver_advertise_address.is_some()
+                || a.apiserver_bind_port.is_some())
+        {
+            say(
+                "WARNING: --control-plane is also required when passing control-plane related \
+                 flags such as [certificate-key, apiserver-advertise-address, \
+                 apiserver-bind-port] (kubeadm would join a worker and not use them)"
+                    .into(),
+                &mut notes,
+            );
+        }
+    }
+    if let Some(file) = discovery_file {
+        if file.starts_with("https://") || file.starts_with("http://") {
+            return Err(format!(
+                "{file_source} {file:?}: joinguard does not fetch discovery files over the \
+                 network (kubeadm fetches https:// URLs with the host's CA bundle); download the \
+                 kubeconfig and pass its path"
+            ));
+        }
+        if a.api_server_endpoint.is_some() {
+            return Err(format!(
+                "{file_source} and token discovery (the API endpoint argument) are mutually \
+                 exclusive, as in kubeadm (discovery.bootstrapToken and discovery.file)"
+            ));
+        }
+        // With file discovery a token only serves the TLS bootstrap.
+        a.token = None;
+        if a.apiserver_cacert.is_none() {
+            let path = std::path::PathBuf::from(&file);
+            let k = crate::kube::Kubeconfig::load(&path, None)
+                .map_err(|e| format!("{file_source}: {e}"))?;
+            a.api_server_endpoint = Some(k.server.clone());
+            line.file_ca = Some(
+                CaBundle::from_pem(TlsFlag::ApiserverCacert, &path, k.ca_pem)
+                    .map_err(|e| format!("{file_source}: {e}"))?,
+            );
+        }
+    }
+    if let Some(addr) = advertise.filter(|s| !s.is_empty()) {
+        line.advertise_address = Some(this_hosts_address(&advertise_source, &addr)?);
+    }
+    line.explicit_etcd = !a.etcd_endpoints.is_empty()
+        || !a.etcd_peer_endpoints.is_empty()
+        || a.etcd_cacert.is_some()
+        || a.etcd_cert.is_some()
+        || a.cert_dir.is_some()
+        || a.certificate_key.is_some();
+    if !line.control_plane && !line.explicit_etcd {
+        say(
+            "worker join (no --control-plane, no controlPlane in --config): only the API path \
+             is checked; give --control-plane for the etcd paths of a control-plane join"
+                .into(),
+            &mut notes,
+        );
+    }
+    line.notes = notes;
+    Ok(line)
+}
+
+/// `addr` parsed, and one of this host's addresses: binding a UDP socket to it succeeds only
+/// then (no packet is sent). kubeadm's etcd member would advertise https://ADDR:2380.
+fn this_hosts_address(source: &str, addr: &str) -> Result<IpAddr, String> {
+    let ip: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("{source} `{addr}`: not an IP address"))?;
+    if ip.is_unspecified() || ip.is_loopback() {
+        return Err(format!(
+            "{source} `{addr}`: this node's etcd member and API server advertise this address to \
+             the others; give the address they reach this node on"
+        ));
+    }
+    std::net::UdpSocket::bind((ip, 0)).map_err(|e| {
+        format!(
+            "{source} `{addr}`: this host has no such address ({e}); the new etcd member would \
+             advertise https://{addr}:2380 and its peers could not reach it"
+        )
+    })?;
+    Ok(ip)
+}
+
+/// Token discovery's inputs, validated (exit 2 before any network call).
+struct DiscoveryInput {
+    endpoint: String,
+    token: BootstrapToken,
+    trust: CaTrust,
+    certificate_key: Option<zeroize::Zeroizing<[u8; 32]>>,
+    /// The etcd identity built from `--cert-dir`, read before any network call.
+    cert_dir: Option<EtcdMaterial>,
+}
+
+/// What discovery adds to the flags.
+struct Found {
+    api_ca: CaBundle,
+    facts: ClusterFacts,
+    etcd: Option<EtcdMaterial>,
+}
+
+impl DiscoveryInput {
+    fn from_args(a: &PreflightSpec) -> Result<Option<DiscoveryInput>, String> {
+        let Some(token) = &a.token else {
+            let orphan = if a.certificate_key.is_some() {
+                Some("--certificate-key")
+            } else if a.cert_dir.is_some() {
+                Some("--cert-dir")
+            } else if !a.discovery_token_ca_cert_hash.is_empty() {
+                Some("--discovery-token-ca-cert-hash")
+            } else if a.discovery_token_unsafe_skip_ca_verification {
+                Some("--discovery-token-unsafe-skip-ca-verification")
+            } else {
+                None
+            };
+            return match orphan {
+                Some(f) => Err(format!(
+                    "{f} is part of token discovery and needs --token (or \
+                     discovery.bootstrapToken.token in --config)"
+                )),
+                None => Ok(None),
+            };
+        };
+        let token = BootstrapToken::parse(token).map_err(|e| format!("--token: {e}"))?;
+        // Pins that are given are checked, whatever unsafeSkipCAVerification says: kubeadm's
+        // token discovery (`discovery/token/token.go`) skips the pin check only when the pin set
+        // is empty.
+        let trust = if !a.discovery_token_ca_cert_hash.is_empty() {
+            CaTrust::Pins(
+                a.discovery_token_ca_cert_hash
+                    .iter()
+                    .map(|p| super::parse_pin(p))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("--discovery-token-ca-cert-hash {e}"))?,
+            )
+        } else if a.discovery_token_unsafe_skip_ca_verification {
+            CaTrust::UnsafeSkip
+        } else {
+            return Err(
+                "--token needs --discovery-token-ca-cert-hash sha256:<hex> (or, \
+                        knowingly, --discovery-token-unsafe-skip-ca-verification), as kubeadm \
+                        join does"
+                    .into(),
+            );
+        };
+        let Some(endpoint) = a.api_server_endpoint.as_deref() else {
+            return Err(
+                "--token needs the API endpoint (as kubeadm join takes it: host:port, \
+                        or discovery.bootstrapToken.apiServerEndpoint in --config)"
+                    .into(),
+            );
+        };
+        let endpoint = endpoint
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_string();
+        let certificate_key = a
+            .certificate_key
+            .as_deref()
+            .map(cluster::parse_certificate_key)
+            .transpose()
+            .map_err(|e| format!("--certificate-key: {e}"))?;
+        let cert_dir = a
+            .cert_dir
+            .as_deref()
+            .map(cluster::etcd_material_from_dir)
+            .transpose()
+            .map_err(|e| format!("--cert-dir: {e}"))?;
+        Ok(Some(DiscoveryInput {
+            endpoint,
+            token,
+            trust,
+            certificate_key,
+            cert_dir,
+        }))
+    }
+
+    /// Runs discovery on the `connect` policy within `timeout`, then reads what the token may
+    /// read about the cluster (kubeadm-config; kubeadm-certs with a certificate key).
+    async fn run(
+        &self,
+        timeout: Duration,
+        recorder: &Recorder,
+        notes: &dyn Notes,
+    ) -> Result<Found, DiscoveryError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        notes.note(&format!(
+            "[preflight] Discovering the cluster CA from {} (token id {})",
+            self.endpoint,
+            self.token.id()
+        ));
+        let policy = super::policy(Some(deadline));
+        let d =
+            super::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder).await?;
+        if d.ca_unverified {
+            notes.note(
+                "[preflight] WARNING: the cluster CA was not verified against a pin \
+                 (--discovery-token-unsafe-skip-ca-verification): an attacker in the path could \
+                 have supplied it",
+            );
+        } else {
+            notes.note("[preflight] The cluster CA matches the pin and signed cluster-info");
+        }
+        let unusable =
+            |e: String| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}"));
+        let api_ca = CaBundle::from_pem(
+            TlsFlag::ApiserverCacert,
+            std::path::Path::new("cluster-info"),
+            d.ca_pem.clone(),
+        )
+        .map_err(|e| unusable(e.to_string()))?;
+        let tls =
+            TlsClient::new(&api_ca, None, &[ALPN_HTTP1]).map_err(|e| unusable(e.to_string()))?;
+        let client = ApiClient::with_tls(
+            &format!("https://{}", self.endpoint),
+            tls,
+            Some(self.token.expose().as_str()),
+        )
+        .map_err(DiscoveryError::Failed)?;
+        let read = RetryPolicy::read().with_deadline(deadline);
+        let server = format!("https://{}", self.endpoint);
+        let admin = |cert: &[u8], key: zeroize::Zeroizing<Vec<u8>>| {
+            let src = std::path::Path::new("minted admin certificate");
+            let id = ClientIdentity::from_pem_for(
+                (TlsFlag::Kubeconfig, src, cert.to_vec()),
+                (TlsFlag::Kubeconfig, src, key),
+            )
+            .map_err(|e| e.to_string())?;
+            let tls =
+                TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1]).map_err(|e| e.to_string())?;
+            ApiClient::with_tls(&server, tls, None)
+        };
+        let (facts, etcd) = cluster::read_cluster(
+            &client,
+            admin,
+            &read,
+            recorder,
+            match (&self.certificate_key, &self.cert_dir) {
+                (Some(k), _) => Some(cluster::CertSource::KubeadmCerts(k)),
+                (None, Some(m)) => Some(cluster::CertSource::Files(m.clone())),
+                (None, None) => None,
+            },
+        )
+        .await?;
+        // Which CA key signed (e.g. "RSA-2048 PKCS#1").
+        let ca_key = |m: &EtcdMaterial| {
+            m.ca_key
+                .as_deref()
+                .map(|k| format!("; etcd CA key {k}"))
+                .unwrap_or_default()
+        };
+        if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
+            notes.note(&format!(
+                "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
+                 (valid 1h{})",
+                m.source,
+                ca_key(m)
+            ));
+        } else if let Some(m) = &etcd {
+            notes.note(&if m.minted {
+                format!(
+                    "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client \
+                     certificate from the etcd CA (valid 1h{})",
+                    ca_key(m)
+                )
+            } else {
+                "[preflight] kubeadm-certs decrypted: using the external etcd client certificate"
+                    .to_string()
+            });
+        }
+        Ok(Found {
+            api_ca,
+            facts,
+            etcd,
+        })
+    }
+}
+
+impl Found {
+    /// Fills in what the flags left open: the API CA, etcd endpoints (external etcd, or the
+    /// ClusterStatus addresses on :2379), the etcd identity, and etcd's timing when the flags are
+    /// at their defaults.
+    fn apply(
+        self,
+        input: &mut PreflightInput,
+        args: &PreflightSpec,
+        want_etcd: bool,
+        notes: &dyn Notes,
+    ) -> Result<(), String> {
+        input.api_ca = Some(self.api_ca);
+        // A worker join does not touch etcd: its members are looked up only for a control-plane
+        // join or when etcd inputs were given.
+        if input.etcd_clients.is_empty() && want_etcd {
+            let candidates: Vec<String> = if !self.facts.external_etcd.is_empty() {
+                self.facts.external_etcd.clone()
+            } else if !self.facts.etcd_pod_urls.is_empty() {
+                self.facts.etcd_pod_urls.clone()
+            } else {
+                self.facts
+                    .control_plane_addresses
+                    .iter()
+                    .map(|a| format!("https://{a}:2379"))
+                    .collect()
+            };
+            for c in &candidates {
+                let t = input::parse_endpoint(
+                    "kubeadm-config etcd endpoint",
+                    c,
+                    TargetKind::EtcdClient,
+                    2379,
+                    true,
+                )
+                .map_err(|e| e.to_string())?;
+                if !input.etcd_clients.iter().any(|o| o.endpoint == t.endpoint) {
+                    input.etcd_clients.push(t);
+                }
+            }
+            if !candidates.is_empty() {
+                let source = if self.facts.etcd_pod_urls.is_empty() {
+                    "kubeadm-config"
+                } else {
+                    "the etcd pods"
+                };
+                notes.note(&format!(
+                    "[preflight] etcd endpoints from {source}: {}",
+                    candidates.join(",")
+                ));
+            } else if self.etcd.is_some() {
+                notes.note(
+                    "[preflight] found no etcd endpoint (no external etcd, no ClusterStatus, no \
+                     annotated etcd pod): give --etcd-endpoints for one or more members; the \
+                     others come from MemberList",
+                );
+            }
+        }
+        if let Some(m) = self.etcd {
+            let src = std::path::Path::new("kubeadm-certs");
+            input.etcd_ca = Some(
+                CaBundle::from_pem(TlsFlag::EtcdCacert, src, m.ca_pem)
+                    .map_err(|e| e.to_string())?,
+            );
+            input.etcd_identity = Some(
+                ClientIdentity::from_pem_for(
+                    (TlsFlag::EtcdCert, src, m.cert_pem),
+                    (TlsFlag::EtcdKey, src, m.key_pem),
+                )
+                .map_err(|e| e.to_string())?,
+            );
+        }
+        let defaults = args.etcd_heartbeat_interval == Duration::from_millis(100)
+            && args.etcd_election_timeout == Duration::from_secs(1);
+        if defaults {
+            if let (Some(hb), el) = (self.facts.heartbeat, self.facts.election) {
+                let el = el.unwrap_or(input.election);
+                input.heartbeat = hb;
+                input.election = el;
+                input.thresholds = crate::check::Thresholds::from_etcd_timing(hb, el);
+                notes.note(&format!(
+                    "[preflight] etcd timing from kubeadm-config: heartbeat {} ms, election {} ms",
+                    hb.as_millis(),
+                    el.as_millis()
+                ));
+            } else if let Some(el) = self.facts.election {
+                input.election = el;
+                input.thresholds = crate::check::Thresholds::from_etcd_timing(input.heartbeat, el);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,424 @@
+//! Finding the cluster from a joining node's own inputs, securely: kubeadm's token discovery.
+//!
+//! The chain (kubeadm `discovery/token`, `RetrieveValidatedConfigInfo`):
+//! 1. fetch `kube-public/cluster-info` anonymously over TLS **without** verifying the server (the
+//!    node has no CA yet), on the `connect` retry policy;
+//! 2. verify the detached HS256 JWS in `jws-kubeconfig-<token id>` with the token secret;
+//! 3. check the CA in the signed kubeconfig against the `sha256:` pins (SHA-256 of the DER
+//!    SubjectPublicKeyInfo), unless `--discovery-token-unsafe-skip-ca-verification`;
+//! 4. fetch cluster-info again, now verifying the server with that CA, and require the same
+//!    kubeconfig.
+//!
+//! Any failure from step 2 on is a trust failure: returned at once, never retried, and no
+//! further request is made. This module owns that chain and the token format; it prints nothing
+//! and never puts the token secret into an error or a log line.
+
+use std::fmt;
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use serde_json::Value;
+use zeroize::Zeroizing;
+
+pub mod cluster;
+pub mod input;
+pub mod join;
+
+use crate::kube::ApiClient;
+use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
+use crate::probe::tls::TlsClient;
+use crate::retry::{self, ApiCallError, Recorder, RetryError, RetryPolicy, WakeOnConnect};
+
+/// Where cluster-info lives.
+pub const CLUSTER_INFO: &str = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
+/// The key prefix of the bootstrap signer's signatures (`bootstrapapi.JWSSignatureKeyPrefix`).
+pub const JWS_KEY_PREFIX: &str = "jws-kubeconfig-";
+
+/// A bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}`. Its secret never appears in `Debug` output.
+#[derive(Clone)]
+pub struct BootstrapToken {
+    id: String,
+    secret: Zeroizing<String>,
+}
+
+impl fmt::Debug for BootstrapToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BootstrapToken({}.<redacted>)", self.id)
+    }
+}
+
+impl BootstrapToken {
+    /// Parses a token as kubeadm's `--token` takes it. The error does not repeat the value.
+    pub fn parse(s: &str) -> Result<BootstrapToken, String> {
+        let ok = |part: &str, n: usize| {
+            part.len() == n
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        };
+        match s.split_once('.') {
+            Some((id, secret)) if ok(id, 6) && ok(secret, 16) => Ok(BootstrapToken {
+                id: id.to_string(),
+                secret: Zeroizing::new(secret.to_string()),
+            }),
+            _ => Err(
+                "the bootstrap token must have the form [a-z0-9]{6}.[a-z0-9]{16} \
+                      (e.g. abcdef.0123456789abcdef); create one with `kubeadm token create`"
+                    .into(),
+            ),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// `id.secret`, for an Authorization header.
+    pub fn expose(&self) -> Zeroizing<String> {
+        Zeroizing::new(format!("{}.{}", self.id, self.secret.as_str()))
+    }
+}
+
+/// How the cluster CA is to be trusted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaTrust {
+    /// `--discovery-token-ca-cert-hash sha256:<hex>` (one or more; any may match).
+    Pins(Vec<[u8; 32]>),
+    /// `--discovery-token-unsafe-skip-ca-verification`.
+    UnsafeSkip,
+}
+
+/// Parses one `sha256:<64 hex>` pin (kubeadm's `pubkeypin.Set.Allow`).
+pub fn parse_pin(s: &str) -> Result<[u8; 32], String> {
+    let hex = s.strip_prefix("sha256:").ok_or_else(|| {
+        format!("{s:?}: a CA pin must look like sha256:<64 hex digits> (kubeadm token create --print-join-command prints it)")
+    })?;
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "{s:?}: the SHA-256 pin must have 64 hex digits, it has {}",
+            hex.len()
+        ));
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// What discovery found, and trusts.
+#[derive(Clone, Debug)]
+pub struct Discovered {
+    /// The API server URL in the signed cluster-info (the control-plane endpoint).
+    pub server: String,
+    /// The cluster CA (PEM), verified against the pins.
+    pub ca_pem: Vec<u8>,
+    /// True when the CA was not pinned (`UnsafeSkip`): the caller must warn.
+    pub ca_unverified: bool,
+}
+
+/// Why discovery failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// Exit 3: the answer could not be trusted. Never retried.
+    #[error("trust failure during token discovery: {0}")]
+    Trust(String),
+    /// Exit 1: the API endpoint could not be reached within the budget, or answered with an
+    /// error that is not about trust.
+    #[error("token discovery: {0}")]
+    Failed(String),
+    /// Exit 2: an input turned out wrong against the cluster (e.g. the certificate key).
+    #[error("{0}")]
+    Input(String),
+}
+
+impl DiscoveryError {
+    pub fn is_trust(&self) -> bool {
+        matches!(self, DiscoveryError::Trust(_))
+    }
+
+    /// What a failed call of discovery means: trust stays trust, a 401 is the bootstrap token
+    /// (expired or deleted), anything else a failure to reach or read the cluster.
+    pub fn from_retry(e: RetryError<ApiCallError>) -> DiscoveryError {
+        let status = e.last.error().and_then(|x| match x {
+            ApiCallError::Status(s) => Some(s.status),
+            ApiCallError::Transport(_) => None,
+        });
+        if e.is_trust() {
+            DiscoveryError::Trust(e.to_string())
+        } else if status == Some(401) {
+            DiscoveryError::Input(format!(
+                "{e}: the API server rejected the bootstrap token: it has expired or was \
+                 deleted. Create a new one with `kubeadm token create` on a control-plane node"
+            ))
+        } else {
+            DiscoveryError::Failed(e.to_string())
+        }
+    }
+}
+
+/// Runs the whole chain against `endpoint` (`host:port`, as `kubeadm join` takes it).
+pub async fn discover(
+    endpoint: &str,
+    token: &BootstrapToken,
+    trust: &CaTrust,
+    policy: &RetryPolicy,
+    recorder: &Recorder,
+) -> Result<Discovered, DiscoveryError> {
+    let url = format!("https://{endpoint}");
+    let insecure = ApiClient::with_tls(&url, TlsClient::unverified(&[ALPN_HTTP1]), None)
+        .map_err(|e| DiscoveryError::Failed(format!("{endpoint}: {e}")))?;
+    let wake = insecure.socket_addr().map(WakeOnConnect::new);
+    let first = fetch(
+        &insecure,
+        policy,
+        recorder,
+        wake.as_ref(),
+        "cluster-info get (unverified)",
+    )
+    .await?;
+
+    // Step 2: the JWS for our token id, over the kubeconfig exactly as served.
+    let kubeconfig = first
+        .pointer("/data/kubeconfig")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            DiscoveryError::Trust("the cluster-info ConfigMap has no kubeconfig".into())
+        })?
+        .to_string();
+    let jws_key = format!("{JWS_KEY_PREFIX}{}", token.id());
+    let jws = first
+        .pointer(&format!("/data/{jws_key}"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            DiscoveryError::Trust(format!(
+                "cluster-info has no signature for token id {:?}: the token is unknown to this \
+                 cluster or has expired. Create a new one with `kubeadm token create` on a \
+                 control-plane node",
+                token.id()
+            ))
+        })?;
+    verify_detached_jws(jws, &kubeconfig, token).map_err(|why| {
+        DiscoveryError::Trust(format!(
+            "the cluster-info signature for token id {:?} does not verify ({why}): the answer \
+             was tampered with, or the token secret is wrong. Check --token",
+            token.id()
+        ))
+    })?;
+
+    // Step 3: the CA the signed kubeconfig carries, against the pins.
+    let (server, ca_pem) = cluster_of(&kubeconfig).map_err(DiscoveryError::Trust)?;
+    let unverified = match trust {
+        CaTrust::UnsafeSkip => true,
+        CaTrust::Pins(pins) => {
+            let got = spki_pins(&ca_pem).map_err(DiscoveryError::Trust)?;
+            if !got.iter().any(|g| pins.contains(g)) {
+                return Err(DiscoveryError::Trust(format!(
+                    "the cluster CA's public key hash is {}, which matches none of the given \
+                     --discovery-token-ca-cert-hash pins. Check the pin (kubeadm token create \
+                     --print-join-command prints it), or the endpoint is not your cluster",
+                    got.first()
+                        .map(|g| format!("sha256:{}", hex(g)))
+                        .unwrap_or_default()
+                )));
+            }
+            false
+        }
+    };
+
+    // Step 4: the same content again, over TLS verified with that CA.
+    let ca = CaBundle::from_pem(
+        TlsFlag::Kubeconfig,
+        std::path::Path::new("cluster-info"),
+        ca_pem.clone(),
+    )
+    .map_err(|e| DiscoveryError::Trust(format!("the cluster-info CA is not usable: {e}")))?;
+    let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
+        .map_err(|e| DiscoveryError::Trust(format!("the cluster-info CA is not usable: {e}")))?;
+    let trusted = ApiClient::with_tls(&url, tls, None)
+        .map_err(|e| DiscoveryError::Failed(format!("{endpoint}: {e}")))?;
+    let second = fetch(
+        &trusted,
+        policy,
+        recorder,
+        wake.as_ref(),
+        "cluster-info get (verified)",
+    )
+    .await?;
+    if second.pointer("/data/kubeconfig").and_then(Value::as_str) != Some(kubeconfig.as_str()) {
+        return Err(DiscoveryError::Trust(
+            "cluster-info changed between the unverified and the verified fetch: something \
+             between this node and the API endpoint is rewriting answers"
+                .into(),
+        ));
+    }
+    Ok(Discovered {
+        server,
+        ca_pem,
+        ca_unverified: unverified,
+    })
+}
+
+async fn fetch(
+    client: &ApiClient,
+    policy: &RetryPolicy,
+    recorder: &Recorder,
+    wake: Option<&WakeOnConnect>,
+    op: &str,
+) -> Result<Value, DiscoveryError> {
+    retry::run(policy, op, recorder, wake, |ctx| {
+        client.get(CLUSTER_INFO, ctx.timeout)
+    })
+    .await
+    .map_err(DiscoveryError::from_retry)
+}
+
+/// Verifies a compact detached JWS (`<header>..<signature>`, HS256) over `content`: the header
+/// must say HS256 with our token id, and the HMAC must match (compared in constant time).
+pub fn verify_detached_jws(jws: &str, content: &str, token: &BootstrapToken) -> Result<(), String> {
+    let mut parts = jws.split('.');
+    let (Some(header), Some(""), Some(sig), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err("not a detached compact JWS".into());
+    };
+    let header_json: Value = URL_SAFE_NO_PAD
+        .decode(header)
+        .ok()
+        .and_then(|h| serde_json::from_slice(&h).ok())
+        .ok_or("the JWS header is not base64url JSON")?;
+    if header_json["alg"] != "HS256" {
+        return Err(format!(
+            "the JWS algorithm is {}, not HS256",
+            header_json["alg"]
+        ));
+    }
+    if header_json.get("kid").is_some_and(|k| k != token.id()) {
+        return Err("the JWS key id is not this token's id".into());
+    }
+    let sig = URL_SAFE_NO_PAD
+        .decode(sig)
+        .map_err(|_| "the JWS signature is not base64url")?;
+    let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(content));
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, token.secret.as_bytes());
+    ring::hmac::verify(&key, signed.as_bytes(), &sig)
+        .map_err(|_| "the HMAC does not match".to_string())
+}
+
+/// The server and CA of the one cluster in a cluster-info kubeconfig. Public only for the fuzz
+/// target `cluster_info_jws`.
+#[doc(hidden)]
+pub fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), String> {
+    let v: serde_yaml::Value = serde_yaml::from_str(kubeconfig)
+        .map_err(|e| format!("the signed kubeconfig is not YAML ({e})"))?;
+    let cluster = &v["clusters"][0]["cluster"];
+    let server = cluster["server"]
+        .as_str()
+        .ok_or("the signed kubeconfig has no cluster server")?
+        .to_string();
+    let ca = cluster["certificate-authority-data"]
+        .as_str()
+        .ok_or("the signed kubeconfig has no certificate-authority-data")?;
+    let ca = STANDARD
+        .decode(ca.trim())
+        .map_err(|e| format!("the signed kubeconfig's CA is not base64 ({e})"))?;
+    Ok((server, ca))
+}
+
+/// `pubkeypin.Hash` of every certificate in a PEM bundle.
+pub fn spki_pins(ca_pem: &[u8]) -> Result<Vec<[u8; 32]>, String> {
+    let mut out = Vec::new();
+    for der in rustls_pemfile::certs(&mut &ca_pem[..]) {
+        let der = der.map_err(|e| format!("the cluster CA is not PEM ({e})"))?;
+        let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
+            .map_err(|e| format!("the cluster CA is not X.509 ({e})"))?;
+        let d = ring::digest::digest(&ring::digest::SHA256, cert.tbs_certificate.subject_pki.raw);
+        let mut pin = [0u8; 32];
+        pin.copy_from_slice(d.as_ref());
+        out.push(pin);
+    }
+    if out.is_empty() {
+        return Err("the cluster CA bundle holds no certificate".into());
+    }
+    Ok(out)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The `connect` policy with an optional absolute deadline, as discovery uses it.
+pub fn policy(deadline: Option<tokio::time::Instant>) -> RetryPolicy {
+    let p = RetryPolicy::connect();
+    match deadline {
+        Some(d) => p.with_deadline(d),
+        None => p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token() -> BootstrapToken {
+        BootstrapToken::parse("abcdef.0123456789abcdef").unwrap()
+    }
+
+    fn sign(content: &str, id: &str, secret: &str) -> String {
+        let header = URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"HS256","kid":"{id}"}}"#));
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+        let sig = ring::hmac::sign(
+            &key,
+            format!("{header}.{}", URL_SAFE_NO_PAD.encode(content)).as_bytes(),
+        );
+        format!("{header}..{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+    }
+
+    #[test]
+    fn token_format_is_checked_without_echoing_it() {
+        assert!(BootstrapToken::parse("abcdef.0123456789abcdef").is_ok());
+        for bad in [
+            "abcdef0123456789abcdef",
+            "ABCDEF.0123456789abcdef",
+            "abcde.0123456789abcdef",
+            "abcdef.0123456789abcde_",
+        ] {
+            let e = BootstrapToken::parse(bad).unwrap_err();
+            assert!(!e.contains(bad), "{e}");
+        }
+        assert!(!format!("{:?}", token()).contains("0123456789abcdef"));
+        // The error is one fixed text, whatever the value (fuzz target `flags`).
+        let reference = BootstrapToken::parse("x").unwrap_err();
+        for bad in ["abcdef.0123456789a", "", "abcdef.", ".0123456789abcdef"] {
+            assert_eq!(
+                BootstrapToken::parse(bad).unwrap_err(),
+                reference,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_detached_jws_verifies_only_with_the_right_secret_and_content() {
+        let jws = sign("kubeconfig text", "abcdef", "0123456789abcdef");
+        assert!(verify_detached_jws(&jws, "kubeconfig text", &token()).is_ok());
+        assert!(verify_detached_jws(&jws, "kubeconfig text!", &token()).is_err());
+        let other = sign("kubeconfig text", "abcdef", "ffffffffffffffff");
+        assert!(verify_detached_jws(&other, "kubeconfig text", &token()).is_err());
+        let wrong_kid = sign("kubeconfig text", "zzzzzz", "0123456789abcdef");
+        assert!(verify_detached_jws(&wrong_kid, "kubeconfig text", &token())
+            .unwrap_err()
+            .contains("key id"));
+        assert!(verify_detached_jws("a.b.c", "x", &token()).is_err());
+    }
+
+    #[test]
+    fn pins_parse_like_kubeadm() {
+        let p = parse_pin(&format!("sha256:{}", "ab".repeat(32))).unwrap();
+        assert_eq!(p, [0xab; 32]);
+        assert!(parse_pin("md5:abcd").unwrap_err().contains("sha256:"));
+        assert!(parse_pin("sha256:abcd")
+            .unwrap_err()
+            .contains("64 hex digits"));
+    }
+}

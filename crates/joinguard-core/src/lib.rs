@@ -1,0 +1,47 @@
+//! joinguard-core: everything joinguard does, behind plain types. kubeadm control-plane joins
+//! fail fast on an unfit network (`preflight`), write their status with retries that recover
+//! from transient API faults (`status`), and can be traced (`trace`) and watched (`monitor`).
+//!
+//! The core never parses flags, prints or exits. Callers hand it a spec (`spec`: what the flags
+//! or the monitor's YAML say), a [`Notes`] sink for progress lines, and a tokio runtime; it
+//! hands back values (reports, [`preflight::Outcome`], [`Stopped`]) that the caller prints and
+//! maps to an exit code. The modules form layers (docs/architecture.md; `tests/layering.rs`
+//! checks them): foundation, then kube/kubeadm/retry, then probe/sampling/check/trace, then
+//! discovery, then the commands. Data flows spec -> validated input -> plan -> probes -> stats
+//! -> checks -> report.
+
+pub mod check;
+pub mod discovery;
+pub mod duration;
+pub mod failure;
+pub mod joinconfig;
+pub mod key;
+pub mod kube;
+pub mod kubeadm;
+pub mod limits;
+pub mod logging;
+pub mod monitor;
+pub mod notes;
+pub mod preflight;
+pub mod probe;
+pub mod retry;
+pub mod sampling;
+pub mod spec;
+pub mod stats;
+pub mod status;
+pub mod target;
+pub mod trace;
+
+// The short paths: the types a caller of the core names most.
+pub use check::{CheckName, CheckResult, IgnoreList, Status, Thresholds, Verdict};
+pub use discovery::{BootstrapToken, CaTrust, Discovered, DiscoveryError};
+pub use failure::Stopped;
+pub use monitor::{Monitor, MonitorConfig};
+pub use notes::{Notes, Silent};
+pub use preflight::report::Report;
+pub use preflight::{Outcome, PreflightInput};
+pub use retry::{Recorder, RetryPolicy};
+pub use spec::{KubeadmIgnored, Output, PreflightSpec, StatusSpec, TraceProtocol, TraceRequest};
+pub use status::{StatusInput, StatusReport};
+pub use target::{Target, TargetKind};
+pub use trace::{PathTrace, TraceSpec};

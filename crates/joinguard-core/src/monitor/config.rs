@@ -1,0 +1,558 @@
+//! `monitor.yaml`: the monitor's configuration, parsed strictly (an unknown field is an error that
+//! names it) and validated into a [`MonitorConfig`] before anything is probed (exit 2).
+//!
+//! The `cluster` section takes preflight's inputs under their flag names (camelCase), and is
+//! turned into [`PreflightSpec`] so both commands resolve targets, discovery and TLS the same way.
+//! This module reads only the config file; it does no network I/O.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::duration::parse_duration;
+use crate::spec::{Output, PreflightSpec};
+use crate::target::{Target, TargetKind};
+
+/// Prometheus-friendly defaults: a 10 s interval gives 6 samples a minute per (target, probe),
+/// enough for a 5-minute p99 alert (30 samples), and costs a member one Status, one quorum read
+/// and one peer probe every 10 s.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+/// The default cap on targets per instance: it bounds series per instance (see docs/monitor.md).
+pub const DEFAULT_MAX_TARGETS: usize = 10_000;
+
+/// A config file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// serde_yaml's message names the field and the line (`unknown field `intervall`, expected
+    /// one of ...`).
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: {field}: {reason}")]
+    Field {
+        path: String,
+        field: String,
+        reason: String,
+    },
+}
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawConfig {
+    interval: Option<String>,
+    jitter: Option<f64>,
+    probe_timeout: Option<String>,
+    window: Option<usize>,
+    max_targets: Option<usize>,
+    member_list_interval: Option<String>,
+    listen: Option<String>,
+    #[serde(default)]
+    targets: Vec<RawTarget>,
+    cluster: Option<RawCluster>,
+    shard: Option<RawShard>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawTarget {
+    name: Option<String>,
+    kind: String,
+    endpoint: String,
+    cacert: Option<PathBuf>,
+}
+
+/// preflight's flags, camelCase.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawCluster {
+    api_server_endpoint: Option<String>,
+    apiserver_cacert: Option<PathBuf>,
+    join_config: Option<PathBuf>,
+    token: Option<String>,
+    #[serde(default)]
+    discovery_token_ca_cert_hash: Vec<String>,
+    #[serde(default)]
+    discovery_token_unsafe_skip_ca_verification: bool,
+    certificate_key: Option<String>,
+    cert_dir: Option<PathBuf>,
+    #[serde(default)]
+    etcd_endpoints: Vec<String>,
+    #[serde(default)]
+    etcd_peer_endpoints: Vec<String>,
+    etcd_cacert: Option<PathBuf>,
+    etcd_cert: Option<PathBuf>,
+    etcd_key: Option<PathBuf>,
+    etcd_heartbeat_interval: Option<String>,
+    etcd_election_timeout: Option<String>,
+    #[serde(default)]
+    ignore_preflight_errors: Vec<String>,
+    node_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawShard {
+    replicas: u32,
+    index: Option<u32>,
+    /// Environment variable holding the pod name (StatefulSet: `name-<ordinal>`); default
+    /// `POD_NAME`.
+    pod_name_env: Option<String>,
+}
+
+/// A statically configured target.
+#[derive(Clone, Debug)]
+pub struct StaticTarget {
+    pub name: String,
+    pub target: Target,
+    /// The CA of an API server: with it the target gets /readyz probes, without it TCP connects.
+    pub cacert: Option<PathBuf>,
+}
+
+/// Which shard of the fleet this instance probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub replicas: u32,
+    pub index: u32,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard {
+            replicas: 1,
+            index: 0,
+        }
+    }
+}
+
+/// The validated configuration.
+#[derive(Debug)]
+pub struct MonitorConfig {
+    pub interval: Duration,
+    /// Each probe's start moves by up to +-jitter x interval, so replicas and targets do not
+    /// probe in lockstep.
+    pub jitter: f64,
+    pub probe_timeout: Duration,
+    /// Samples per (target, probe) the checks judge: the sliding window.
+    pub window: usize,
+    pub max_targets: usize,
+    pub member_list_interval: Duration,
+    pub listen: Option<SocketAddr>,
+    pub targets: Vec<StaticTarget>,
+    /// preflight's inputs for the cluster section, ready for `preflight::resolve_input`.
+    pub cluster: Option<PreflightSpec>,
+    pub shard: Shard,
+}
+
+impl MonitorConfig {
+    /// Reads and validates `path`. `pod_name` looks up an environment variable (injected so tests
+    /// need not touch the process environment).
+    pub fn load(
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<MonitorConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        MonitorConfig::parse(&text, &path.display().to_string(), env)
+    }
+
+    /// Parses the YAML text of a config; `path` names it in errors.
+    pub fn parse(
+        text: &str,
+        path: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<MonitorConfig, ConfigError> {
+        let raw: RawConfig = if text.trim().is_empty() {
+            RawConfig::default()
+        } else {
+            serde_yaml::from_str(text).map_err(|e| ConfigError::Parse {
+                path: path.to_string(),
+                message: e.to_string(),
+            })?
+        };
+        let field = |field: &str, reason: String| ConfigError::Field {
+            path: path.to_string(),
+            field: field.to_string(),
+            reason,
+        };
+        let dur = |name: &str, v: &Option<String>, default: Duration| match v {
+            None => Ok(default),
+            Some(s) => parse_duration(s).map_err(|e| field(name, e)),
+        };
+        let interval = dur("interval", &raw.interval, DEFAULT_INTERVAL)?;
+        if interval < Duration::from_millis(100) || interval > Duration::from_secs(3600) {
+            return Err(field(
+                "interval",
+                format!(
+                    "{} is out of range; use 100ms to 1h (default 10s)",
+                    humantime::format_duration(interval)
+                ),
+            ));
+        }
+        let jitter = raw.jitter.unwrap_or(0.1);
+        if !(0.0..=0.5).contains(&jitter) {
+            return Err(field(
+                "jitter",
+                format!("{jitter} is not a fraction of the interval between 0 and 0.5"),
+            ));
+        }
+        // A probe may take up to the interval: a longer one would overlap the next round.
+        let probe_timeout = dur(
+            "probeTimeout",
+            &raw.probe_timeout,
+            interval.min(Duration::from_secs(2)),
+        )?;
+        if probe_timeout.is_zero() || probe_timeout > interval {
+            return Err(field(
+                "probeTimeout",
+                format!(
+                    "{} must be above 0 and at most the interval ({})",
+                    humantime::format_duration(probe_timeout),
+                    humantime::format_duration(interval)
+                ),
+            ));
+        }
+        let window = raw.window.unwrap_or(30);
+        if !(3..=1000).contains(&window) {
+            return Err(field(
+                "window",
+                format!("{window} samples: use 3 to 1000 (default 30)"),
+            ));
+        }
+        let max_targets = raw.max_targets.unwrap_or(DEFAULT_MAX_TARGETS);
+        if max_targets == 0 || max_targets > 100_000 {
+            return Err(field(
+                "maxTargets",
+                format!("{max_targets}: use 1 to 100000"),
+            ));
+        }
+        let member_list_interval = dur(
+            "memberListInterval",
+            &raw.member_list_interval,
+            Duration::from_secs(30),
+        )?;
+        if member_list_interval < Duration::from_millis(100) {
+            return Err(field(
+                "memberListInterval",
+                "must be at least 100ms".to_string(),
+            ));
+        }
+        let listen = raw
+            .listen
+            .as_deref()
+            .map(|l| {
+                l.parse::<SocketAddr>()
+                    .map_err(|e| field("listen", format!("`{l}`: {e}; expected IP:PORT")))
+            })
+            .transpose()?;
+
+        let mut targets = Vec::new();
+        for (i, t) in raw.targets.iter().enumerate() {
+            let at = |f: &str| format!("targets[{i}].{f}");
+            let kind = match t.kind.as_str() {
+                "api-server" => TargetKind::ApiServer,
+                "etcd-client" => TargetKind::EtcdClient,
+                "etcd-peer" => TargetKind::EtcdPeer,
+                other => {
+                    return Err(field(
+                        &at("kind"),
+                        format!("`{other}`: expected api-server, etcd-client or etcd-peer"),
+                    ))
+                }
+            };
+            let target = Target::parse_url(kind, &t.endpoint)
+                .map_err(|e| field(&at("endpoint"), e.to_string()))?;
+            if t.cacert.is_some() && kind != TargetKind::ApiServer {
+                return Err(field(
+                    &at("cacert"),
+                    "only api-server targets take a cacert (for /readyz); etcd TLS goes in the \
+                     cluster section"
+                        .into(),
+                ));
+            }
+            let name = t.name.clone().unwrap_or_else(|| default_name(&target));
+            if name.is_empty() || name.len() > 200 {
+                return Err(field(&at("name"), "must be 1 to 200 characters".into()));
+            }
+            if targets.iter().any(|o: &StaticTarget| o.name == name) {
+                return Err(field(&at("name"), format!("`{name}` is listed twice")));
+            }
+            targets.push(StaticTarget {
+                name,
+                target,
+                cacert: t.cacert.clone(),
+            });
+        }
+
+        let cluster = raw.cluster.map(|c| cluster_args(c, &field)).transpose()?;
+        if targets.is_empty() && cluster.is_none() {
+            return Err(field(
+                "targets",
+                "nothing to monitor: give `targets` (a static list) and/or a `cluster` section \
+                 (the inputs of joinguard preflight); see docs/monitor.md"
+                    .into(),
+            ));
+        }
+
+        let shard = match raw.shard {
+            None => Shard::default(),
+            Some(s) => {
+                if s.replicas == 0 || s.replicas > 1000 {
+                    return Err(field(
+                        "shard.replicas",
+                        format!("{}: use 1 to 1000", s.replicas),
+                    ));
+                }
+                let index = match s.index {
+                    Some(i) => i,
+                    None => {
+                        let var = s.pod_name_env.as_deref().unwrap_or("POD_NAME");
+                        let pod = env(var).ok_or_else(|| {
+                            field(
+                                "shard.index",
+                                format!(
+                                    "not given, and ${var} is not set; give shard.index or run \
+                                     in a StatefulSet with {var} from the downward API"
+                                ),
+                            )
+                        })?;
+                        ordinal(&pod).ok_or_else(|| {
+                            field(
+                                "shard.index",
+                                format!(
+                                    "not given, and ${var}=`{pod}` does not end in -<ordinal> \
+                                     (StatefulSet pod names do)"
+                                ),
+                            )
+                        })?
+                    }
+                };
+                if index >= s.replicas {
+                    return Err(field(
+                        "shard.index",
+                        format!("{index} is not below shard.replicas ({})", s.replicas),
+                    ));
+                }
+                Shard {
+                    replicas: s.replicas,
+                    index,
+                }
+            }
+        };
+
+        Ok(MonitorConfig {
+            interval,
+            jitter,
+            probe_timeout,
+            window,
+            max_targets,
+            member_list_interval,
+            listen,
+            targets,
+            cluster,
+            shard,
+        })
+    }
+}
+
+/// `api-server/10.0.0.10:6443`: the kind keeps an etcd member's client and peer targets apart.
+pub fn default_name(t: &Target) -> String {
+    let kind = match t.kind {
+        TargetKind::ApiServer => "api-server",
+        TargetKind::EtcdClient => "etcd-client",
+        TargetKind::EtcdPeer => "etcd-peer",
+    };
+    format!("{kind}/{}", t.endpoint)
+}
+
+/// The ordinal at the end of a StatefulSet pod name (`joinguard-monitor-2` -> 2).
+pub fn ordinal(pod: &str) -> Option<u32> {
+    let (_, n) = pod.rsplit_once('-')?;
+    n.parse().ok()
+}
+
+fn cluster_args(
+    c: RawCluster,
+    field: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<PreflightSpec, ConfigError> {
+    let dur = |name: &str, v: &Option<String>, default: Duration| match v {
+        None => Ok(default),
+        Some(s) => parse_duration(s).map_err(|e| field(name, e)),
+    };
+    // The cluster section's fields under their kubeadm flag names, so that kubeadm's rule for
+    // `--config` beside flags applies to `joinConfig` beside them too.
+    let mut given = Vec::new();
+    for (set, flag) in [
+        (c.join_config.is_some(), "config"),
+        (c.token.is_some(), "token"),
+        (
+            !c.discovery_token_ca_cert_hash.is_empty(),
+            "discovery-token-ca-cert-hash",
+        ),
+        (
+            c.discovery_token_unsafe_skip_ca_verification,
+            "discovery-token-unsafe-skip-ca-verification",
+        ),
+        (c.certificate_key.is_some(), "certificate-key"),
+        (c.node_name.is_some(), "node-name"),
+        (
+            !c.ignore_preflight_errors.is_empty(),
+            "ignore-preflight-errors",
+        ),
+    ] {
+        if set {
+            given.push(flag.to_string());
+        }
+    }
+    Ok(PreflightSpec {
+        // The monitor watches the paths of a control-plane join (a joinConfig decides itself).
+        control_plane: true,
+        apiserver_advertise_address: None,
+        apiserver_bind_port: None,
+        discovery_token: None,
+        tls_bootstrap_token: None,
+        discovery_file: None,
+        kubeadm: Default::default(),
+        given,
+        api_server_endpoint: c.api_server_endpoint,
+        apiserver_cacert: c.apiserver_cacert,
+        config: c.join_config,
+        token: c.token,
+        discovery_token_ca_cert_hash: c.discovery_token_ca_cert_hash,
+        discovery_token_unsafe_skip_ca_verification: c.discovery_token_unsafe_skip_ca_verification,
+        certificate_key: c.certificate_key,
+        cert_dir: c.cert_dir,
+        etcd_endpoints: c.etcd_endpoints,
+        etcd_peer_endpoints: c.etcd_peer_endpoints,
+        etcd_cacert: c.etcd_cacert,
+        etcd_cert: c.etcd_cert,
+        etcd_key: c.etcd_key,
+        etcd_heartbeat_interval: dur(
+            "cluster.etcdHeartbeatInterval",
+            &c.etcd_heartbeat_interval,
+            Duration::from_millis(100),
+        )?,
+        etcd_election_timeout: dur(
+            "cluster.etcdElectionTimeout",
+            &c.etcd_election_timeout,
+            Duration::from_secs(1),
+        )?,
+        ignore_preflight_errors: c.ignore_preflight_errors,
+        write_probe: false,
+        bandwidth: false,
+        wait: None,
+        // Discovery's deadline at start-up.
+        timeout: Duration::from_secs(60),
+        node_name: c.node_name,
+        output: Output::Text,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn parse(text: &str) -> Result<MonitorConfig, ConfigError> {
+        MonitorConfig::parse(text, "monitor.yaml", &no_env)
+    }
+
+    #[test]
+    fn defaults_and_static_targets() {
+        let c = parse(
+            "targets:\n  - kind: api-server\n    endpoint: 10.0.0.10:6443\n  - name: m1-peer\n    kind: etcd-peer\n    endpoint: https://10.0.0.11\n",
+        )
+        .unwrap();
+        assert_eq!(c.interval, DEFAULT_INTERVAL);
+        assert_eq!(c.probe_timeout, Duration::from_secs(2));
+        assert_eq!(c.targets[0].name, "api-server/10.0.0.10:6443");
+        assert_eq!(c.targets[1].target.endpoint, "10.0.0.11:2380");
+        assert_eq!(c.shard, Shard::default());
+    }
+
+    #[test]
+    fn join_config_beside_kubeadm_fields_meets_kubeadms_rule() {
+        let c = parse(
+            "cluster:\n  joinConfig: /run/kubeadm/kubeadm-join-config.yaml\n  token: abcdef.0123456789abcdef\n  nodeName: cp-2\n  etcdHeartbeatInterval: 200ms\n",
+        )
+        .unwrap();
+        let args = c.cluster.unwrap();
+        assert_eq!(args.given, ["config", "token", "node-name"]);
+        assert_eq!(
+            crate::kubeadm::flags::mixed_config_error(&args.given).as_deref(),
+            Some("can not mix '--config' with arguments [token]")
+        );
+        let c = parse("cluster:\n  joinConfig: /j.yaml\n  nodeName: cp-2\n  ignorePreflightErrors: [NumCPU]\n").unwrap();
+        assert_eq!(
+            crate::kubeadm::flags::mixed_config_error(&c.cluster.unwrap().given),
+            None
+        );
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let e = parse("intervall: 1s\ntargets: []\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `intervall`"), "{e}");
+        let e = parse("cluster:\n  etcdEndpoint: [https://a:2379]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("etcdEndpoint"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let t = "targets:\n  - kind: api-server\n    endpoint: a:1\n";
+        let e = parse(&format!("interval: 5x\n{t}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("interval"), "{e}");
+        let e = parse(&format!("jitter: 2\n{t}")).unwrap_err().to_string();
+        assert!(e.contains("jitter"), "{e}");
+        let e = parse(&format!("interval: 1s\nprobeTimeout: 3s\n{t}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("probeTimeout"), "{e}");
+        let e = parse("targets:\n  - kind: dns\n    endpoint: a:1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("targets[0].kind"), "{e}");
+        let e = parse(&format!("shard: {{replicas: 2, index: 2}}\n{t}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shard.index"), "{e}");
+        let e = parse("").unwrap_err().to_string();
+        assert!(e.contains("nothing to monitor"), "{e}");
+    }
+
+    #[test]
+    fn shard_index_from_pod_name() {
+        let env = |k: &str| (k == "POD_NAME").then(|| "joinguard-monitor-2".to_string());
+        let c = MonitorConfig::parse(
+            "shard: {replicas: 3}\ntargets:\n  - kind: api-server\n    endpoint: a:1\n",
+            "m.yaml",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            c.shard,
+            Shard {
+                replicas: 3,
+                index: 2
+            }
+        );
+        assert_eq!(ordinal("joinguard-monitor-7b9f"), None);
+    }
+}

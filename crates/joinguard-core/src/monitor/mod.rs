@@ -1,0 +1,535 @@
+//! `joinguard monitor`: the preflight probes run continuously against a changing set of targets,
+//! served as Prometheus metrics, with `/readyz` reflecting the preflight checks' verdict.
+//!
+//! Flow: [`config`] (monitor.yaml) -> targets (static list, preflight's input resolution and
+//! discovery, etcd MemberList refreshed) -> [`shard`] (this replica's subset) -> one task per
+//! target on its own schedule ([`prober`]) -> sliding windows -> the preflight `Checker` ->
+//! [`metrics`] -> [`serve`].
+//!
+//! This module owns the target set and its lifecycle. It does not aggregate across replicas
+//! (Prometheus does) and does not retry probes: a failed probe is a sample.
+
+pub mod config;
+pub mod metrics;
+pub mod prober;
+pub mod serve;
+pub mod shard;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::check::{CheckResult, Checker, Status, CLUSTER_TARGET};
+use crate::failure::Stopped;
+use crate::notes::Notes;
+use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberInfo};
+use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
+use crate::probe::tls::TlsClient;
+use crate::retry::{self, ErrorClass, Reason, Recorder, RetryPolicy};
+use crate::stats::Summary;
+use crate::target::{Target, TargetKind};
+
+pub use config::{ConfigError, MonitorConfig, Shard};
+pub use metrics::Metrics;
+use prober::{How, TargetState};
+
+/// Where `/metrics` is served unless `--listen` or `listen:` say otherwise.
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:9810";
+
+/// The check verdict `/readyz` serves.
+#[derive(Clone, Debug, Default)]
+pub struct Verdict {
+    /// False until the first evaluation.
+    pub evaluated: bool,
+    /// One line per check in error: `EtcdHealth etcd-client/198.18.0.3:2379: ...`.
+    pub errors: Vec<String>,
+}
+
+/// What every task shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub config: MonitorConfig,
+    pub metrics: Metrics,
+    pub recorder: Recorder,
+    pub verdict: RwLock<Verdict>,
+    checker: Checker,
+    /// Whether etcd client targets have an identity (EtcdIdentity check).
+    etcd_identity: bool,
+    running: Mutex<BTreeMap<String, Running>>,
+}
+
+#[derive(Debug)]
+struct Running {
+    target: Target,
+    how_kinds: Vec<crate::probe::ProbeKind>,
+    state: Arc<Mutex<TargetState>>,
+    task: JoinHandle<()>,
+}
+
+/// One target as the planner sees it: a name and how to probe it.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub name: String,
+    pub target: Target,
+    pub how: How,
+}
+
+/// TLS material for the targets that come from the cluster section and MemberList.
+#[derive(Clone, Debug, Default)]
+struct ClusterTls {
+    etcd: Option<Arc<EtcdTls>>,
+    peer: Option<Arc<TlsClient>>,
+    api: Option<Arc<TlsClient>>,
+}
+
+impl ClusterTls {
+    fn how(&self, t: &Target) -> How {
+        match t.kind {
+            TargetKind::ApiServer => match &self.api {
+                Some(tls) => How::ApiReadyz(tls.clone()),
+                None => How::Tcp,
+            },
+            TargetKind::EtcdClient => match &self.etcd {
+                Some(tls) => How::EtcdClient(tls.clone()),
+                None => How::Tcp,
+            },
+            TargetKind::EtcdPeer => match &self.peer {
+                Some(tls) => How::EtcdPeer(tls.clone()),
+                None => How::Tcp,
+            },
+        }
+    }
+}
+
+/// A running monitor.
+#[derive(Debug)]
+pub struct Monitor {
+    pub shared: Arc<Shared>,
+    pub addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Monitor {
+    /// Stops every task.
+    pub fn stop(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let running = self
+            .shared
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for r in running.values() {
+            r.task.abort();
+        }
+    }
+}
+
+/// Resolves the targets, starts the probes, the evaluator, the MemberList refresher and the HTTP
+/// server. Errors carry the exit code.
+pub async fn start(
+    mut config: MonitorConfig,
+    listen: SocketAddr,
+    notes: &dyn Notes,
+) -> Result<Monitor, Stopped> {
+    let recorder = Recorder::new();
+    let mut planned: Vec<Planned> = Vec::new();
+    for s in &config.targets {
+        let how = match (&s.cacert, s.target.kind) {
+            (Some(path), TargetKind::ApiServer) => {
+                let ca = CaBundle::load(TlsFlag::ApiserverCacert, path)
+                    .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
+                let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
+                    .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
+                How::ApiReadyz(Arc::new(tls))
+            }
+            _ => How::Tcp,
+        };
+        planned.push(Planned {
+            name: s.name.clone(),
+            target: s.target.clone(),
+            how,
+        });
+    }
+
+    let mut cluster_tls = ClusterTls::default();
+    let mut seeds: Vec<Target> = Vec::new();
+    let mut thresholds = crate::check::Thresholds::default();
+    let mut ignore = crate::check::IgnoreList::default();
+    let mut etcd_identity = true;
+    // Targets MemberList does not change: the static list and the cluster's API endpoint.
+    let mut fixed: Vec<Planned> = planned.clone();
+    if let Some(args) = config.cluster.take() {
+        let input = crate::discovery::join::resolve_input(args, &recorder, notes)
+            .await
+            .map_err(|e| e.context("cluster: "))?;
+        thresholds = input.thresholds.clone();
+        ignore = input.ignore.clone();
+        etcd_identity = input.etcd_identity.is_some() || input.etcd_clients.is_empty();
+        if let Some(ca) = &input.etcd_ca {
+            if let Some(id) = &input.etcd_identity {
+                cluster_tls.etcd = Some(Arc::new(
+                    EtcdTls::new(ca, Some(id)).map_err(|e| Stopped::Invalid(e.to_string()))?,
+                ));
+                cluster_tls.peer = Some(Arc::new(
+                    TlsClient::new(ca, Some(id), &[ALPN_HTTP1])
+                        .map_err(|e| Stopped::Invalid(e.to_string()))?,
+                ));
+            }
+        }
+        if let Some(ca) = &input.api_ca {
+            cluster_tls.api = Some(Arc::new(
+                TlsClient::new(ca, None, &[ALPN_HTTP1])
+                    .map_err(|e| Stopped::Invalid(e.to_string()))?,
+            ));
+        }
+        if let Some(t) = &input.api {
+            planned.push(Planned {
+                name: config::default_name(t),
+                target: t.clone(),
+                how: cluster_tls.how(t),
+            });
+        }
+        fixed = planned.clone();
+        for t in input.etcd_clients.iter().chain(&input.etcd_peers) {
+            planned.push(Planned {
+                name: config::default_name(t),
+                target: t.clone(),
+                how: cluster_tls.how(t),
+            });
+        }
+        seeds = input.etcd_clients.clone();
+    }
+
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
+        Stopped::Invalid(format!(
+            "--listen {listen}: cannot listen ({e}); pick a free address"
+        ))
+    })?;
+    let addr = listener.local_addr().unwrap_or(listen);
+
+    let shared = Arc::new(Shared {
+        checker: Checker::new(thresholds, ignore),
+        etcd_identity,
+        metrics: Metrics::new(),
+        recorder,
+        verdict: RwLock::new(Verdict::default()),
+        running: Mutex::new(BTreeMap::new()),
+        config,
+    });
+    apply_targets(&shared, planned);
+
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(serve::serve(listener, shared.clone())));
+    tasks.push(tokio::spawn(evaluate_loop(shared.clone())));
+    if let Some(tls) = cluster_tls.etcd.clone().filter(|_| !seeds.is_empty()) {
+        tasks.push(tokio::spawn(member_list_loop(
+            shared.clone(),
+            tls,
+            cluster_tls.clone(),
+            seeds,
+            fixed,
+        )));
+    }
+    info!(%addr, "serving /metrics, /healthz and /readyz");
+    notes.note(&format!(
+        "[monitor] probing {} targets every {}; metrics on http://{addr}/metrics",
+        shared.running.lock().map(|r| r.len()).unwrap_or(0),
+        humantime::format_duration(shared.config.interval)
+    ));
+    Ok(Monitor {
+        shared,
+        addr,
+        tasks,
+    })
+}
+
+/// Makes the probed set equal to this shard's part of `all` (capped): starts what is new, stops
+/// and forgets what is gone. A target whose probe method changed is restarted.
+fn apply_targets(shared: &Arc<Shared>, all: Vec<Planned>) {
+    let mut by_name: BTreeMap<String, Planned> = BTreeMap::new();
+    for p in all {
+        by_name.entry(p.name.clone()).or_insert(p);
+    }
+    let total = by_name.len();
+    let mine: Vec<Planned> = by_name
+        .into_values()
+        .filter(|p| shared.config.shard.owns(&p.name))
+        .collect();
+    let other_shards = total - mine.len();
+    let cap = shared.config.max_targets;
+    let capped = mine.len().saturating_sub(cap);
+    if capped > 0 {
+        warn!(
+            capped,
+            max_targets = cap,
+            "more targets than maxTargets: the names sorting last are not probed; add replicas \
+             (shard.replicas) or raise maxTargets"
+        );
+    }
+    let keep: BTreeMap<String, Planned> = mine
+        .into_iter()
+        .take(cap)
+        .map(|p| (p.name.clone(), p))
+        .collect();
+    let mut running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
+    let gone: Vec<String> = running
+        .iter()
+        .filter(|(name, r)| {
+            keep.get(*name)
+                .is_none_or(|p| p.target != r.target || p.how.kinds() != r.how_kinds)
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    for name in gone {
+        if let Some(r) = running.remove(&name) {
+            r.task.abort();
+            shared.metrics.forget(&name, &r.how_kinds);
+            info!(target = %name, "target removed");
+        }
+    }
+    for (name, p) in keep {
+        if running.contains_key(&name) {
+            continue;
+        }
+        let state = Arc::new(Mutex::new(TargetState::new(
+            p.target.clone(),
+            shared.config.window,
+        )));
+        let how_kinds = p.how.kinds();
+        let task = tokio::spawn(prober::run(
+            shared.clone(),
+            name.clone(),
+            p.target.clone(),
+            p.how.clone(),
+            state.clone(),
+        ));
+        info!(target = %name, probes = ?how_kinds, "target added");
+        running.insert(
+            name,
+            Running {
+                target: p.target,
+                how_kinds,
+                state,
+                task,
+            },
+        );
+    }
+    shared
+        .metrics
+        .set_target_counts(running.len(), capped, other_shards);
+}
+
+/// Re-judges every window once per interval and publishes the check gauges and the verdict.
+async fn evaluate_loop(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(shared.config.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        // Judging 10,000 windows takes tens of milliseconds: off the probes' worker threads, so
+        // it never delays a probe's timer.
+        let s = shared.clone();
+        let _ = tokio::task::spawn_blocking(move || evaluate(&s)).await;
+    }
+}
+
+/// One evaluation: the preflight checks over the sliding windows.
+pub fn evaluate(shared: &Shared) {
+    let mut summaries = Vec::new();
+    let mut members = Vec::new();
+    let mut name_of: HashMap<String, String> = HashMap::new();
+    let mut etcd_clients = false;
+    {
+        let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, r) in running.iter() {
+            let st = r.state.lock().unwrap_or_else(|e| e.into_inner());
+            name_of.insert(r.target.endpoint.clone(), name.clone());
+            etcd_clients |= r.target.kind == TargetKind::EtcdClient;
+            for (probe, window) in &st.windows {
+                if !window.is_empty() {
+                    let samples: Vec<_> = window.iter().cloned().collect();
+                    summaries.push(Summary::from_samples(&st.target, *probe, &samples));
+                }
+            }
+            if let Some(h) = &st.health {
+                members.push(h.clone());
+            }
+        }
+    }
+    let checker = &shared.checker;
+    let mut checks: Vec<CheckResult> = checker.evaluate_summaries(&summaries);
+    if !members.is_empty() {
+        checks.extend(checker.etcd_health(&members));
+    }
+    if etcd_clients {
+        checks.push(checker.etcd_identity(shared.etcd_identity));
+    }
+    let checks = checker.finish(checks);
+    let name = |endpoint: &str| {
+        name_of
+            .get(endpoint)
+            .cloned()
+            .unwrap_or_else(|| endpoint.to_string())
+    };
+    shared.metrics.set_checks(&checks, &name);
+    let errors: Vec<String> = checks
+        .iter()
+        .filter(|c| c.status == Status::Error)
+        .map(|c| {
+            let target = if c.target == CLUSTER_TARGET {
+                c.target.clone()
+            } else {
+                name(&c.target)
+            };
+            format!("{} {}: {}", c.name, target, c.message)
+        })
+        .collect();
+    let mut v = shared.verdict.write().unwrap_or_else(|e| e.into_inner());
+    *v = Verdict {
+        evaluated: true,
+        errors,
+    };
+}
+
+/// MemberList failures on the retry layer's etcd policy: reaching the member is transient, trust
+/// is final.
+#[derive(Debug)]
+struct ListFailure(EtcdFailure);
+
+impl std::fmt::Display for ListFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl retry::Classify for ListFailure {
+    fn classify(&self) -> ErrorClass {
+        match &self.0 {
+            EtcdFailure::Timeout(_) => ErrorClass::Transient(Reason::Timeout),
+            EtcdFailure::Refused => ErrorClass::Transient(Reason::ConnectionRefused),
+            EtcdFailure::Io(_) | EtcdFailure::Rpc { .. } => {
+                ErrorClass::Transient(Reason::GrpcUnavailable)
+            }
+            EtcdFailure::Untrusted(_) | EtcdFailure::Tls(_) => ErrorClass::Trust,
+            _ => ErrorClass::Permanent(Reason::Other),
+        }
+    }
+}
+
+/// Follows the cluster's members: every `memberListInterval`, lists them from the first member
+/// that answers (seeds, then the members last seen) and replaces the etcd targets by the list's.
+/// When no member answers, the targets stay as they are (and show as down).
+async fn member_list_loop(
+    shared: Arc<Shared>,
+    tls: Arc<EtcdTls>,
+    cluster_tls: ClusterTls,
+    seeds: Vec<Target>,
+    fixed: Vec<Planned>,
+) {
+    let every = shared.config.member_list_interval;
+    let mut known: Vec<String> = seeds.iter().map(Target::url).collect();
+    loop {
+        let policy = RetryPolicy::etcd()
+            .with_budget(every)
+            .with_per_attempt(shared.config.probe_timeout.max(Duration::from_secs(1)));
+        let list = list_members(&shared, &tls, &known, &policy).await;
+        match list {
+            Some(members) => {
+                let mut planned = fixed.clone();
+                let mut urls = Vec::new();
+                for m in &members {
+                    for t in member_targets(m) {
+                        if t.kind == TargetKind::EtcdClient {
+                            urls.push(t.url());
+                        }
+                        planned.push(Planned {
+                            name: config::default_name(&t),
+                            how: cluster_tls.how(&t),
+                            target: t,
+                        });
+                    }
+                }
+                if !urls.is_empty() {
+                    // Seeds first, then the members as listed: a seed that left still gets tried.
+                    for s in seeds.iter().map(Target::url) {
+                        if !urls.contains(&s) {
+                            urls.push(s);
+                        }
+                    }
+                    known = urls;
+                }
+                apply_targets(&shared, planned);
+            }
+            None => warn!("no etcd member answered MemberList; keeping the current targets"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// The first client URL and the first peer URL of a member, named after the member. A member
+/// added but not started yet has no client URL: its peer is probed (and shows as down).
+fn member_targets(m: &MemberInfo) -> Vec<Target> {
+    let mut out = Vec::new();
+    for (kind, urls) in [
+        (TargetKind::EtcdClient, &m.client_urls),
+        (TargetKind::EtcdPeer, &m.peer_urls),
+    ] {
+        if let Some(Ok(mut t)) = urls.first().map(|u| Target::parse_url(kind, u)) {
+            if !m.name.is_empty() {
+                t.member = Some(m.name.clone());
+            }
+            out.push(t);
+        }
+    }
+    out
+}
+
+async fn list_members(
+    shared: &Shared,
+    tls: &EtcdTls,
+    endpoints: &[String],
+    policy: &RetryPolicy,
+) -> Option<Vec<MemberInfo>> {
+    let mut turn = 0usize;
+    let r = retry::run(policy, "etcd MemberList", &shared.recorder, None, |ctx| {
+        // Each attempt asks the next endpoint: one dead member must not stall the refresh.
+        let ep = endpoints[turn % endpoints.len().max(1)].clone();
+        turn += 1;
+        async move {
+            let mut c = etcd::connect(&ep, Some(tls), ctx.timeout)
+                .await
+                .map_err(ListFailure)?;
+            c.member_list().await.map_err(ListFailure)
+        }
+    })
+    .await;
+    match r {
+        Ok(l) if !l.is_empty() => Some(l),
+        Ok(_) => None,
+        Err(e) => {
+            warn!(error = %e, "etcd MemberList failed");
+            None
+        }
+    }
+}
+
+/// Returns on SIGTERM or SIGINT (how a DaemonSet or a terminal stops the monitor).
+pub async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

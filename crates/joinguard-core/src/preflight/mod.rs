@@ -1,0 +1,254 @@
+//! `joinguard preflight`: decides whether this node's network can carry a control-plane join.
+//!
+//! Flow: a `PreflightSpec` -> [`resolve_input`] (in `discovery::join`: the kubeadm join line,
+//! the validated targets and TLS material, token discovery) -> [`run`] (the paced, adaptive
+//! sampler) -> `stats` -> `check` -> `report`. With `--wait`, the whole check is repeated on the
+//! retry layer's schedule until fit or until the wait ends.
+//!
+//! This module wires the stages together and returns an [`Outcome`]; it neither probes, formats,
+//! prints nor picks an exit code (the binary does).
+
+pub mod report;
+pub mod run;
+pub mod traces;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
+use crate::notes::Notes;
+use crate::retry::{wait_until, Backoff};
+use crate::sampling::SamplingPolicy;
+use crate::spec::Output;
+use crate::stats::Summary;
+use crate::target::TargetKind;
+use report::Report;
+
+pub use crate::discovery::input::{self, InputError, PreflightInput};
+pub use crate::discovery::join::resolve_input;
+pub use run::Observations;
+
+/// The result of one check run.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A report with a verdict.
+    Report(Box<Report>),
+    /// A certificate did not verify against the given CA: never retried, never downgraded.
+    Trust(String),
+}
+
+/// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets
+/// that failed a latency or loss check, within what is left of the last run's `--timeout`.
+pub async fn preflight(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
+    let mut outcome = check_until_done(input, notes).await;
+    if let Outcome::Report(r) = &mut outcome {
+        let left = input
+            .timeout
+            .saturating_sub(Duration::from_millis(r.duration_ms));
+        traces::attach(r, left, notes).await;
+    }
+    outcome
+}
+
+async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
+    let Some(wait) = input.wait else {
+        return check_once(input, input.timeout).await;
+    };
+    let deadline = Instant::now() + wait;
+    let text = input.output == Output::Text;
+    let waited = wait_until(
+        &Backoff::PREFLIGHT_WAIT,
+        deadline.into(),
+        |_attempt| async move {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match check_once(
+                input,
+                input.timeout.min(left.max(Duration::from_millis(500))),
+            )
+            .await
+            {
+                // A trust failure ends the wait: waiting cannot fix a wrong CA.
+                o @ Outcome::Trust(_) => Ok(o),
+                Outcome::Report(r) if r.exit_code() == exit::FIT => Ok(Outcome::Report(r)),
+                Outcome::Report(r) => Err(r),
+            }
+        },
+        |p| {
+            let errors: Vec<String> = p
+                .not_yet
+                .checks
+                .iter()
+                .filter(|c| c.status == Status::Error)
+                .map(|c| format!("{} {}", c.name, c.target))
+                .collect();
+            let next = match p.next_in {
+                Some(d) => format!("checking again in {:.1}s", d.as_secs_f64()),
+                None => "no time left for another check".to_string(),
+            };
+            if text || !errors.is_empty() {
+                notes.note(&format!(
+                    "[preflight] check {} after {:.1}s: not fit ({}); {next} (--wait {})",
+                    p.attempt,
+                    p.elapsed.as_secs_f64(),
+                    errors.join(", "),
+                    humantime::format_duration(wait)
+                ));
+            }
+        },
+    )
+    .await;
+    match waited {
+        Ok(o) => o,
+        Err(timed_out) => match timed_out.last {
+            Some(r) => {
+                notes.note(&format!(
+                    "[preflight] still not fit after waiting {:.1}s ({} checks); giving up",
+                    timed_out.elapsed.as_secs_f64(),
+                    timed_out.checks
+                ));
+                Outcome::Report(r)
+            }
+            // The deadline cut the only check off: run one final short check for a verdict.
+            None => check_once(input, Duration::from_secs(2)).await,
+        },
+    }
+}
+
+/// One check run, bounded by `budget`.
+pub async fn check_once(input: &PreflightInput, budget: Duration) -> Outcome {
+    let started = Instant::now();
+    let obs = run::observe(input, SamplingPolicy::default(), budget).await;
+    if let Some(t) = &obs.trust_failure {
+        return Outcome::Trust(t.clone());
+    }
+    Outcome::Report(Box::new(evaluate(input, obs, started.elapsed())))
+}
+
+/// Judges what a run saw.
+pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Report {
+    let summaries: Vec<Summary> = obs
+        .series
+        .iter()
+        .map(|s| Summary::from_samples(&s.target, s.probe, &s.samples))
+        .collect();
+    let checker = Checker::new(input.thresholds.clone(), input.ignore.clone());
+    let mut checks = checker.evaluate_summaries(&summaries);
+
+    // Where a host has an ICMP loss stream, that stream alone judges its packet loss: the
+    // other probes of that host would judge the same path again, on far fewer samples.
+    let host_of = |endpoint: &str| -> Option<IpAddr> {
+        let host = endpoint.rsplit_once(':').map(|(h, _)| h)?;
+        host.trim_matches(|c| c == '[' || c == ']').parse().ok()
+    };
+    let icmp_hosts: Vec<IpAddr> = obs
+        .icmp_endpoints
+        .iter()
+        .filter_map(|e| host_of(e))
+        .collect();
+    checks.retain(|c| {
+        c.name != CheckName::PacketLoss
+            || obs.icmp_endpoints.contains(&c.target)
+            || !host_of(&c.target).is_some_and(|h| icmp_hosts.contains(&h))
+    });
+
+    if !obs.members.is_empty() {
+        checks.extend(checker.etcd_health(&obs.members));
+    }
+    for (target, skew) in &obs.skews {
+        checks.push(checker.clock_skew(target, *skew));
+    }
+    if !input.etcd_clients.is_empty() {
+        checks.push(checker.etcd_identity(input.etcd_identity.is_some()));
+    }
+    let mut notes = input.notes.clone();
+    notes.extend(obs.notes.iter().cloned());
+    if let Some(addr) = input.advertise_address {
+        notes.extend(source_address_notes(addr, &summaries));
+    }
+    if let Some((target, db_size, result)) = &obs.snapshot {
+        match result {
+            Ok(p) => checks.push(checker.snapshot_transfer(target, *db_size, p.bytes_per_second())),
+            Err(e) => notes.push(format!("{target}: the bandwidth probe failed: {e}")),
+        }
+    }
+    for (target, e) in &obs.write_failures {
+        checks.push(CheckResult {
+            name: CheckName::EtcdHealth,
+            target: target.endpoint.clone(),
+            status: Status::Error,
+            message: format!(
+                "{target}: the write probe failed: {e}; a join writes to etcd (member add, \
+                 learner promotion), so it would fail the same way"
+            ),
+            measured: None,
+            threshold: None,
+        });
+    }
+    if checks.is_empty() {
+        checks.push(CheckResult {
+            name: CheckName::EtcdHealth,
+            target: CLUSTER_TARGET.to_string(),
+            status: Status::Error,
+            message: "nothing could be measured before --timeout ended; give the run more time"
+                .to_string(),
+            measured: None,
+            threshold: None,
+        });
+    }
+    let checks = checker.finish(checks);
+    let mut report = Report::new(&summaries, checks, notes, took);
+    report.ignored_all = input.ignore.is_all();
+    report.worker_join = !input.control_plane
+        && input.etcd_clients.is_empty()
+        && input.etcd_peers.is_empty()
+        && input.etcd_identity.is_none();
+    report
+}
+
+/// Where the kernel would send this node's etcd traffic from. etcd peers check a peer
+/// certificate's IP SANs against the address a connection comes from, and kubeadm puts the
+/// advertise address into the etcd peer certificate: a route that leaves from another address
+/// fails the member's TLS. A UDP `connect` picks the source without sending a packet.
+fn source_address_notes(advertise: IpAddr, summaries: &[Summary]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in summaries {
+        if !matches!(s.target.kind, TargetKind::EtcdPeer | TargetKind::EtcdClient) {
+            continue;
+        }
+        let Ok(ip) = s.target.host.parse::<IpAddr>() else {
+            continue;
+        };
+        if !seen.insert(ip) {
+            continue;
+        }
+        let unspecified: IpAddr = if ip.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        };
+        let Ok(sock) = std::net::UdpSocket::bind((unspecified, 0)) else {
+            continue;
+        };
+        let source = sock
+            .connect((ip, s.target.port))
+            .and_then(|()| sock.local_addr())
+            .map(|a| a.ip());
+        if let Ok(src) = source {
+            if src != advertise {
+                out.push(format!(
+                    "the route to etcd member {ip} leaves from {src}, not from the advertise \
+                     address {advertise}: the new member's peer certificate carries \
+                     {advertise}, and its peers check the address a connection comes from"
+                ));
+            }
+        }
+    }
+    if out.is_empty() && !seen.is_empty() {
+        out.push(format!(
+            "this node's etcd traffic leaves from the advertise address {advertise} (the new \
+             member would advertise https://{advertise}:2380)"
+        ));
+    }
+    out
+}

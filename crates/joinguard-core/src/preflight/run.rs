@@ -1,0 +1,1050 @@
+//! The sampler: probes every target of a preflight plan concurrently, paced and adaptively, and
+//! collects what it saw. Every stream stops by the run's deadline.
+//!
+//! This module decides *how much* to measure (through [`SamplingPolicy`]) but never judges or
+//! formats: `check` judges the [`Observations`], `report` prints them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::check::{EtcdMemberHealth, Thresholds};
+use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberInfo, SnapshotProbe};
+use crate::probe::failure::{etcd_probe_failure, http_probe_failure};
+use crate::probe::http;
+use crate::probe::icmp::{IcmpError, Pinger};
+use crate::probe::identity::{ALPN_H2, ALPN_HTTP1};
+use crate::probe::peer::PeerSession;
+use crate::probe::tls::{self, TlsClient};
+use crate::probe::{tcp, ProbeFailure, ProbeKind, Sample};
+use crate::sampling::{Decision, LatencyFigure, Limit, SamplingPolicy};
+use crate::stats::LossEstimate;
+use crate::target::{Target, TargetKind};
+
+use super::input::PreflightInput;
+
+/// Longest wait for one sample. A lost SYN is retransmitted after 1 s, so a connect sample that
+/// takes longer than this has met loss, not latency.
+const SAMPLE_TIMEOUT: Duration = Duration::from_millis(2000);
+/// Connection set-up (TCP + TLS + HTTP/2 + first call) may take 4 RTTs.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Gap between two samples of one stream: gentle on production members (at most ~100 calls a
+/// second per member) and short enough for a verdict in about a second at 2 ms RTT.
+const PACE: Duration = Duration::from_millis(5);
+/// ICMP echoes go out in batches this size, this far apart, between sampling decisions.
+const ICMP_BATCH: u16 = 50;
+const ICMP_INTERVAL: Duration = Duration::from_millis(2);
+/// Opt-in bandwidth probe: the first 8 MiB of a snapshot (`EtcdSnapshotTransfer`, docs/preflight.md).
+const SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024;
+/// Write probe lease TTL: short, so nothing outlives a killed run for long.
+const WRITE_TTL: Duration = Duration::from_secs(10);
+/// The report needs a moment after the last sample.
+const REPORT_MARGIN: Duration = Duration::from_millis(150);
+
+/// The samples of one (target, probe).
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub target: Target,
+    pub probe: ProbeKind,
+    pub samples: Vec<Sample>,
+}
+
+/// What a run saw.
+#[derive(Debug, Default)]
+pub struct Observations {
+    pub series: Vec<Series>,
+    /// One per etcd client target that was tried.
+    pub members: Vec<EtcdMemberHealth>,
+    /// The member list, as the first member that answered gave it.
+    pub member_list: Option<Vec<MemberInfo>>,
+    /// Clock differences (remote minus local, seconds), per target.
+    pub skews: Vec<(Target, f64)>,
+    /// Opt-in bandwidth probe result: the member, its DB size and the throughput.
+    pub snapshot: Option<(Target, u64, Result<SnapshotProbe, String>)>,
+    /// Opt-in write probe failures (the successes are in `series`).
+    pub write_failures: Vec<(Target, String)>,
+    /// The first trust failure (CA pin or certificate): the run must exit 3.
+    pub trust_failure: Option<String>,
+    /// What was not measured and why, for the report.
+    pub notes: Vec<String>,
+    /// Stream and host keys for loss: which endpoint carries each host's ICMP loss stream.
+    pub icmp_endpoints: BTreeSet<String>,
+}
+
+#[derive(Default)]
+struct Shared {
+    obs: Mutex<Observations>,
+}
+
+impl Shared {
+    fn with<R>(&self, f: impl FnOnce(&mut Observations) -> R) -> R {
+        f(&mut self.obs.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+    fn push(&self, target: &Target, probe: ProbeKind, samples: Vec<Sample>) {
+        if !samples.is_empty() {
+            self.with(|o| {
+                o.series.push(Series {
+                    target: target.clone(),
+                    probe,
+                    samples,
+                })
+            });
+        }
+    }
+    fn note(&self, n: String) {
+        self.with(|o| {
+            if !o.notes.contains(&n) {
+                o.notes.push(n)
+            }
+        });
+    }
+    fn trust(&self, msg: String) {
+        self.with(|o| {
+            o.trust_failure.get_or_insert(msg);
+        });
+    }
+}
+
+/// Limits of each stream, so the sampler knows where the evidence must be sharp.
+#[derive(Clone, Debug)]
+struct Limits {
+    peer: Vec<Limit>,
+    client: Vec<Limit>,
+    quorum: Vec<Limit>,
+    api: Vec<Limit>,
+    loss: Vec<Limit>,
+    connect: Vec<Limit>,
+}
+
+impl Limits {
+    fn new(t: &Thresholds) -> Limits {
+        let lat = |figure, th: &crate::check::Threshold| Limit::Latency {
+            figure,
+            warn_ms: th.warn,
+            error_ms: th.error,
+        };
+        let loss = Limit::Loss {
+            warn: t.packet_loss.warn / 100.0,
+            error: t.packet_loss.error / 100.0,
+        };
+        Limits {
+            peer: vec![lat(LatencyFigure::EffectiveRtt, &t.etcd_peer_latency)],
+            client: vec![lat(LatencyFigure::RobustP99, &t.etcd_client_latency)],
+            quorum: vec![lat(LatencyFigure::RobustP99, &t.etcd_quorum_read_latency)],
+            api: vec![lat(LatencyFigure::P90, &t.api_server_latency)],
+            loss: vec![loss],
+            // Without an identity, connect times stand in for the peer RTT (the strictest).
+            connect: vec![lat(LatencyFigure::EffectiveRtt, &t.etcd_peer_latency)],
+        }
+    }
+}
+
+/// The run's clock.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    deadline: Instant,
+}
+
+impl Clock {
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+    fn sample_timeout(&self) -> Option<Duration> {
+        let left = self.left();
+        (left > Duration::from_millis(20)).then(|| left.min(SAMPLE_TIMEOUT))
+    }
+}
+
+/// Takes samples with `take` until the policy has enough, the deadline nears, or the target
+/// proves unreachable.
+async fn stream<F, Fut>(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &[Limit],
+    mut take: F,
+) -> Vec<Sample>
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = Sample>,
+{
+    let mut samples = Vec::new();
+    while let Some(timeout) = clock.sample_timeout() {
+        samples.push(take(timeout).await);
+        if policy.decide(&samples, limits) == Decision::Enough {
+            break;
+        }
+        tokio::time::sleep(PACE.min(clock.left())).await;
+    }
+    samples
+}
+
+/// Probes everything `input` names, until the policy is satisfied or `budget` has passed.
+pub async fn observe(
+    input: &PreflightInput,
+    policy: SamplingPolicy,
+    budget: Duration,
+) -> Observations {
+    let clock = Clock {
+        deadline: Instant::now() + budget.saturating_sub(REPORT_MARGIN),
+    };
+    let limits = Limits::new(&input.thresholds);
+    let shared = Arc::new(Shared::default());
+    let etcd_tls = match &input.etcd_ca {
+        Some(ca) => match EtcdTls::new(ca, input.etcd_identity.as_ref()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                shared.note(format!("etcd TLS configuration: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
+    let etcd_tls = etcd_tls.as_ref();
+    let peer_tls = match (&input.etcd_ca, &input.etcd_identity) {
+        (Some(ca), Some(id)) => TlsClient::new(ca, Some(id), &[ALPN_HTTP1]).ok(),
+        _ => None,
+    };
+    let handshake_tls = input
+        .etcd_ca
+        .as_ref()
+        .and_then(|ca| TlsClient::new(ca, input.etcd_identity.as_ref(), &[ALPN_H2]).ok());
+    let api_tls = input
+        .api_ca
+        .as_ref()
+        .and_then(|ca| TlsClient::new(ca, None, &[ALPN_HTTP1]).ok());
+
+    if input.etcd_identity.is_none() && !input.etcd_clients.is_empty() {
+        shared.note(
+            "no etcd identity (--etcd-cert/--etcd-key): etcd health, client and quorum-read \
+             latency and the peer probe are not measured; etcd latency is judged from TCP \
+             connect times"
+                .into(),
+        );
+    }
+
+    // Every host gets one ICMP loss stream, carried by the first target on that host.
+    let mut hosts: BTreeMap<IpAddr, Target> = BTreeMap::new();
+    let all_targets: Vec<&Target> = input
+        .api
+        .iter()
+        .chain(&input.etcd_clients)
+        .chain(&input.etcd_peers)
+        .collect();
+    for t in &all_targets {
+        if let Ok(ip) = t.host.parse::<IpAddr>() {
+            hosts.entry(ip).or_insert_with(|| (*t).clone());
+        }
+    }
+
+    let discovery = Discovery::new(input.etcd_clients.len());
+    let mut tasks = Vec::new();
+    let initial_hosts: BTreeSet<IpAddr> = hosts.keys().copied().collect();
+
+    // etcd client targets (given ones now; discovered ones once the member list is in).
+    let discovered = async {
+        let Some(list) = discovery.wait(clock).await else {
+            return;
+        };
+        let mut more = Vec::new();
+        // Members found here get an ICMP loss stream too, like the given ones.
+        let mut new_hosts: BTreeMap<IpAddr, Target> = BTreeMap::new();
+        for m in list {
+            let (client, peer) = m.targets();
+            if let Some(t) = client {
+                if let Ok(ip) = t.host.parse::<IpAddr>() {
+                    if !initial_hosts.contains(&ip) {
+                        new_hosts.entry(ip).or_insert_with(|| t.clone());
+                    }
+                }
+                if !input.etcd_clients.iter().any(|c| c.endpoint == t.endpoint) {
+                    more.push(client_target(
+                        clock,
+                        &policy,
+                        &limits,
+                        etcd_tls,
+                        handshake_tls.as_ref(),
+                        t,
+                        input,
+                        &shared,
+                        None,
+                    ));
+                }
+            }
+            if let Some(t) = peer {
+                if !input.etcd_peers.iter().any(|c| c.endpoint == t.endpoint) {
+                    more.push(Box::pin(peer_target(
+                        clock,
+                        &policy,
+                        &limits,
+                        peer_tls.as_ref(),
+                        t,
+                        &shared,
+                    )));
+                }
+            }
+        }
+        let threads = spawn_icmp(clock, policy, &limits, new_hosts);
+        futures_join_all(more).await;
+        merge_icmp(threads, &shared).await;
+    };
+
+    for t in &input.etcd_clients {
+        tasks.push(client_target(
+            clock,
+            &policy,
+            &limits,
+            etcd_tls,
+            handshake_tls.as_ref(),
+            t.clone(),
+            input,
+            &shared,
+            Some(&discovery),
+        ));
+    }
+    for t in &input.etcd_peers {
+        tasks.push(Box::pin(peer_target(
+            clock,
+            &policy,
+            &limits,
+            peer_tls.as_ref(),
+            t.clone(),
+            &shared,
+        )));
+    }
+    if let Some(api) = &input.api {
+        tasks.push(Box::pin(api_target(
+            clock,
+            &policy,
+            &limits,
+            api_tls.as_ref(),
+            api.clone(),
+            &shared,
+        )));
+    }
+    // ICMP streams run on their own threads: their timestamps must not wait behind the TLS
+    // and gRPC work of the other probes, which all share this task.
+    let icmp = {
+        let threads = spawn_icmp(clock, policy, &limits, hosts);
+        let shared = &shared;
+        async move { merge_icmp(threads, shared).await }
+    };
+    let discovery_wanted = input.etcd_identity.is_some() && !input.etcd_clients.is_empty();
+    let discovered = async {
+        if discovery_wanted {
+            discovered.await
+        }
+    };
+    tokio::join!(futures_join_all(tasks), icmp, discovered);
+
+    // Opt-in probes run after the measurements, so their load does not distort them.
+    if input.write_probe || input.bandwidth {
+        opt_in(clock, input, etcd_tls, &shared).await;
+    }
+
+    let mut obs = std::mem::take(&mut *shared.obs.lock().unwrap_or_else(|e| e.into_inner()));
+    obs.member_list = discovery.list();
+    label_members(&mut obs);
+    obs.series
+        .sort_by(|a, b| (&a.target, a.probe).cmp(&(&b.target, b.probe)));
+    obs
+}
+
+/// Hands the first member list to the task that probes discovered members, or tells it none is
+/// coming once every given client target has finished trying.
+#[derive(Debug)]
+struct Discovery {
+    tx: tokio::sync::watch::Sender<DiscoveryState>,
+    pending: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Clone, Debug)]
+enum DiscoveryState {
+    Waiting,
+    List(Vec<MemberInfo>),
+    NoneComing,
+}
+
+struct DiscoveryGuard<'a>(&'a Discovery);
+
+impl Drop for DiscoveryGuard<'_> {
+    fn drop(&mut self) {
+        if self
+            .0
+            .pending
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
+            self.0.tx.send_if_modified(|s| {
+                let waiting = matches!(s, DiscoveryState::Waiting);
+                if waiting {
+                    *s = DiscoveryState::NoneComing;
+                }
+                waiting
+            });
+        }
+    }
+}
+
+impl Discovery {
+    fn new(clients: usize) -> Discovery {
+        let (tx, _) = tokio::sync::watch::channel(if clients == 0 {
+            DiscoveryState::NoneComing
+        } else {
+            DiscoveryState::Waiting
+        });
+        Discovery {
+            tx,
+            pending: std::sync::atomic::AtomicUsize::new(clients),
+        }
+    }
+    fn guard(&self) -> DiscoveryGuard<'_> {
+        DiscoveryGuard(self)
+    }
+    fn wanted(&self) -> bool {
+        matches!(*self.tx.borrow(), DiscoveryState::Waiting)
+    }
+    fn offer(&self, list: Vec<MemberInfo>) {
+        self.tx.send_if_modified(|s| {
+            let waiting = matches!(s, DiscoveryState::Waiting);
+            if waiting {
+                *s = DiscoveryState::List(list);
+            }
+            waiting
+        });
+    }
+    async fn wait(&self, clock: Clock) -> Option<Vec<MemberInfo>> {
+        let mut rx = self.tx.subscribe();
+        let state = tokio::time::timeout(
+            clock.left(),
+            rx.wait_for(|s| !matches!(s, DiscoveryState::Waiting)),
+        )
+        .await
+        .ok()?
+        .ok()?
+        .clone();
+        match state {
+            DiscoveryState::List(l) => Some(l),
+            _ => None,
+        }
+    }
+    fn list(&self) -> Option<Vec<MemberInfo>> {
+        match &*self.tx.borrow() {
+            DiscoveryState::List(l) => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
+type BoxFut<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// Runs futures concurrently on this task (no spawn: they borrow the run's state).
+async fn futures_join_all<'a>(futs: Vec<BoxFut<'a>>) {
+    let mut set = futs;
+    // A small hand-rolled join: poll all until done.
+    std::future::poll_fn(move |cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+fn client_target<'a>(
+    clock: Clock,
+    policy: &'a SamplingPolicy,
+    limits: &'a Limits,
+    tls: Option<&'a EtcdTls>,
+    handshake_tls: Option<&'a TlsClient>,
+    target: Target,
+    input: &'a PreflightInput,
+    shared: &'a Arc<Shared>,
+    discovery: Option<&'a Discovery>,
+) -> BoxFut<'a> {
+    Box::pin(async move {
+        let target = &target;
+        // Whatever happens below, this target's part in discovery is over when it returns.
+        let _done = discovery.map(Discovery::guard);
+        let has_identity = input.etcd_identity.is_some();
+        let Some(tls) = tls.filter(|_| has_identity) else {
+            // No identity: what TCP (and the TLS handshake, with a CA) can show.
+            let samples = stream(clock, policy, &limits.connect, |to| tcp::probe(target, to)).await;
+            shared.push(target, ProbeKind::TcpConnect, samples);
+            if let Some(tc) = handshake_tls {
+                handshake_stream(clock, policy, tc, target, shared).await;
+            }
+            return;
+        };
+        let endpoint = target.url();
+        let setup_timeout = clock.left().min(SETUP_TIMEOUT);
+        let mut health = EtcdMemberHealth {
+            endpoint: target.endpoint.clone(),
+            ..Default::default()
+        };
+        let mut client = match etcd::connect(&endpoint, Some(tls), setup_timeout).await {
+            Ok(c) => c,
+            Err(e) => {
+                if let EtcdFailure::Untrusted(t) = &e {
+                    shared.trust(format!("{target}: {t}"));
+                }
+                health.failure = Some(etcd_probe_failure(&e));
+                shared.with(|o| o.members.push(health));
+                return;
+            }
+        };
+        let st = client.first_status().clone();
+        health.reachable = true;
+        health.member_id = Some(st.member_id);
+        health.leader = Some(st.leader);
+        health.is_learner = st.is_learner;
+        health.errors = st.errors.clone();
+        health.raft_term = Some(st.raft_term);
+        health.db_size = u64::try_from(st.db_size).ok();
+        // Active alarms come from Status' `errors` ("memberID:... alarm:NOSPACE"). AlarmList is
+        // not used: etcd serves it through raft, so it would commit a proposal on every member.
+        health.alarms = st
+            .errors
+            .iter()
+            .filter(|e| e.contains("alarm:"))
+            .cloned()
+            .collect();
+        if let Some(d) = discovery.filter(|d| d.wanted()) {
+            if let Ok(list) = client.member_list().await {
+                d.offer(list);
+            }
+        }
+        shared.with(|o| o.members.push(health));
+        measure_member(
+            clock,
+            policy,
+            limits,
+            &mut client,
+            target,
+            st.is_learner,
+            shared,
+        )
+        .await;
+    })
+}
+
+async fn measure_member(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    client: &mut MemberClient,
+    target: &Target,
+    is_learner: bool,
+    shared: &Shared,
+) {
+    // Status and quorum reads alternate on the one established channel, each stream stopping
+    // when its own evidence is enough.
+    let mut status = Vec::new();
+    let mut quorum = Vec::new();
+    let (mut status_done, mut quorum_done) = (false, is_learner);
+    if is_learner {
+        shared.note(format!(
+            "{target} is a learner: it rejects linearizable reads, so its quorum-read latency is not measured"
+        ));
+    }
+    while !(status_done && quorum_done) {
+        if clock.sample_timeout().is_none() {
+            break;
+        }
+        if !status_done {
+            let s = match client.status().await {
+                Ok((d, _)) => Sample { result: Ok(d) },
+                Err(e) => Sample {
+                    result: Err(etcd_probe_failure(&e)),
+                },
+            };
+            status.push(s);
+            status_done = policy.decide(&status, &limits.client) == Decision::Enough;
+        }
+        if !quorum_done && clock.sample_timeout().is_some() {
+            let s = match client.quorum_read().await {
+                Ok(d) => Sample { result: Ok(d) },
+                Err(EtcdFailure::Learner(_)) => {
+                    quorum_done = true;
+                    continue;
+                }
+                Err(e) => Sample {
+                    result: Err(etcd_probe_failure(&e)),
+                },
+            };
+            quorum.push(s);
+            quorum_done = policy.decide(&quorum, &limits.quorum) == Decision::Enough;
+        }
+        tokio::time::sleep(PACE.min(clock.left())).await;
+    }
+    shared.push(target, ProbeKind::EtcdStatus, status);
+    shared.push(target, ProbeKind::EtcdQuorumRead, quorum);
+}
+
+async fn handshake_stream(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    tc: &TlsClient,
+    target: &Target,
+    shared: &Shared,
+) {
+    // A few handshakes are enough to verify trust and see the certificate: latency is judged
+    // from TCP connects.
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        let Some(to) = clock.sample_timeout() else {
+            break;
+        };
+        let r = tls::probe(target, tc, to).await;
+        if let Err(e) = &r {
+            if let Some(t) = e.trust_failure() {
+                shared.trust(format!("{target}: {t}"));
+                samples.push(tls::sample(&r));
+                break;
+            }
+        }
+        samples.push(tls::sample(&r));
+        if policy.decide(&samples, &[]) == Decision::Enough && samples.len() >= 5 {
+            break;
+        }
+    }
+    shared.push(target, ProbeKind::TlsHandshake, samples);
+}
+
+async fn peer_target(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    tls: Option<&TlsClient>,
+    target: Target,
+    shared: &Shared,
+) {
+    if let Some(tls) = tls {
+        let to = clock.left().min(SETUP_TIMEOUT);
+        match PeerSession::open(&target.host, target.port, tls, to).await {
+            Ok(mut session) => {
+                // The first request pays for cold caches on both sides; it is not a sample.
+                let warm = session.probe(to).await;
+                match warm {
+                    Ok(p) => {
+                        if let Some(skew) = p.server_now.as_deref().and_then(skew_from_rfc3339) {
+                            shared.with(|o| o.skews.push((target.clone(), skew)));
+                        }
+                        let samples = peer_stream(clock, policy, &limits.peer, &mut session).await;
+                        shared.push(&target, ProbeKind::EtcdPeerProbe, samples);
+                        return;
+                    }
+                    Err(e) => {
+                        if let Some(t) = e.trust_failure() {
+                            shared.trust(format!("{target}: {t}"));
+                        }
+                        shared.note(format!(
+                            "{target}: the peer probe failed ({e}); its RTT is judged from TCP connects"
+                        ));
+                    }
+                }
+            }
+            Err(e) => {
+                if let Some(t) = e.trust_failure() {
+                    shared.trust(format!("{target}: {t}"));
+                }
+                shared.note(format!(
+                    "{target}: the peer probe could not connect ({e}); its RTT is judged from TCP connects"
+                ));
+            }
+        }
+    }
+    let samples = stream(clock, policy, &limits.peer, |to| tcp::probe(&target, to)).await;
+    shared.push(&target, ProbeKind::TcpConnect, samples);
+}
+
+async fn peer_stream(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &[Limit],
+    session: &mut PeerSession,
+) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    while let Some(to) = clock.sample_timeout() {
+        let s = match session.probe(to).await {
+            Ok(p) => Sample { result: Ok(p.rtt) },
+            Err(e) => Sample {
+                result: Err(http_probe_failure(&e)),
+            },
+        };
+        let broken = s.result.is_err();
+        samples.push(s);
+        if policy.decide(&samples, limits) == Decision::Enough || broken {
+            // A broken keep-alive connection cannot give more samples; what we have is judged.
+            break;
+        }
+        tokio::time::sleep(PACE.min(clock.left())).await;
+    }
+    samples
+}
+
+async fn api_target(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    tls: Option<&TlsClient>,
+    target: Target,
+    shared: &Shared,
+) {
+    let Some(tls) = tls else {
+        shared.note(format!(
+            "no --apiserver-cacert: {target} is probed with TCP connects only; /readyz and \
+             APIServerLatency are not measured"
+        ));
+        let samples = stream(clock, policy, &limits.connect, |to| tcp::probe(&target, to)).await;
+        shared.push(&target, ProbeKind::TcpConnect, samples);
+        return;
+    };
+    let mut samples = Vec::new();
+    let mut skew = None;
+    while let Some(to) = clock.sample_timeout() {
+        let r = http::readyz(&target, tls, to).await;
+        if let Err(e) = &r {
+            if let Some(t) = e.trust_failure() {
+                shared.trust(format!("{target}: {t}"));
+                samples.push(http::sample(&r));
+                break;
+            }
+        }
+        if let Ok(resp) = &r {
+            if let Some(date) = resp.exchange.date {
+                skew.get_or_insert_with(|| skew_from(date));
+            }
+        }
+        samples.push(readyz_sample(&r));
+        if policy.decide(&samples, &limits.api) == Decision::Enough {
+            break;
+        }
+        tokio::time::sleep(PACE.min(clock.left())).await;
+    }
+    if let Some(s) = skew {
+        shared.with(|o| o.skews.push((target.clone(), s)));
+    }
+    shared.push(&target, ProbeKind::ApiReadyz, samples);
+}
+
+/// A `/readyz` answer as a sample: only `200 ok` is a ready answer. Anything else (a 503, an
+/// error page, a body over [`http::MAX_BODY`]) is a not-ready answer, which `APIServerReady`
+/// judges (found by `tests/hostile.rs`: a 100 MB 200 answer was taken as ready).
+fn readyz_sample(r: &Result<http::HttpResponse, http::HttpFailure>) -> Sample {
+    match r {
+        Ok(resp) if !resp.is_ok() => {
+            let ex = &resp.exchange;
+            let why = if ex.body_truncated {
+                format!(
+                    "/readyz answered {} with a body over {} KiB (cut there), not `ok`; this is \
+                     not a kube-apiserver",
+                    ex.status,
+                    http::MAX_BODY / 1024
+                )
+            } else {
+                let body = String::from_utf8_lossy(&ex.body[..ex.body.len().min(80)]);
+                format!("/readyz answered {} {:?}, not `ok`", ex.status, body.trim())
+            };
+            Sample {
+                result: Err(ProbeFailure::Protocol(why)),
+            }
+        }
+        _ => http::sample(r),
+    }
+}
+
+/// Starts one ICMP loss stream per host, each on its own thread: their timestamps must not wait
+/// behind the TLS and gRPC work of the other probes, which all share the sampler's task.
+fn spawn_icmp(
+    clock: Clock,
+    policy: SamplingPolicy,
+    limits: &Limits,
+    hosts: BTreeMap<IpAddr, Target>,
+) -> Vec<std::thread::JoinHandle<Observations>> {
+    hosts
+        .into_iter()
+        .map(|(ip, t)| {
+            let limits = limits.clone();
+            std::thread::spawn(move || {
+                let local = Shared::default();
+                if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    rt.block_on(icmp_host(clock, &policy, &limits, ip, t, &local));
+                }
+                local.obs.into_inner().unwrap_or_else(|e| e.into_inner())
+            })
+        })
+        .collect()
+}
+
+/// Waits for the ICMP threads (off the async task) and adds what they saw.
+async fn merge_icmp(threads: Vec<std::thread::JoinHandle<Observations>>, shared: &Shared) {
+    let joined = tokio::task::spawn_blocking(move || {
+        threads
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for o in joined {
+        shared.with(|s| {
+            s.series.extend(o.series);
+            s.icmp_endpoints.extend(o.icmp_endpoints);
+            for n in o.notes {
+                if !s.notes.contains(&n) {
+                    s.notes.push(n);
+                }
+            }
+        });
+    }
+}
+
+async fn icmp_host(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    ip: IpAddr,
+    target: Target,
+    shared: &Shared,
+) {
+    let mut pinger = match Pinger::open(ip) {
+        Ok(p) => p,
+        Err(IcmpError::NoPrivilege(_)) => {
+            shared.note(
+                "ICMP echo needs root or CAP_NET_RAW: packet loss is judged from the other \
+                 probes' failures, with less certainty"
+                    .into(),
+            );
+            return;
+        }
+        Err(e) => {
+            shared.note(format!("{target}: ICMP echo unavailable ({e})"));
+            return;
+        }
+    };
+    // The clock's deadline already leaves the report its margin.
+    let end = clock.deadline;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let batch_time = ICMP_INTERVAL * u32::from(ICMP_BATCH);
+        if left < batch_time + Duration::from_millis(100) {
+            break;
+        }
+        // Before a sampling decision, wait 3 x the p90 RTT seen (at least 50 ms), or the late
+        // limit while no RTT is known. A reply that comes later still counts (the pinger keeps
+        // listening in the next batch), so a slow straggler costs no time here.
+        let answered: Vec<Duration> = pinger
+            .samples()
+            .iter()
+            .filter_map(|s| s.result.as_ref().ok().copied())
+            .collect();
+        let wait = match p90(answered) {
+            Some(rtt) => (rtt * 3).clamp(Duration::from_millis(50), pinger.late_limit()),
+            None => pinger.late_limit(),
+        };
+        pinger
+            .series(ICMP_BATCH, ICMP_INTERVAL, wait.min(left - batch_time))
+            .await;
+        if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
+            if !stragglers_matter(policy, limits, &pinger) {
+                break;
+            }
+            // Echoes of a queue stall come back late, all at once: wait for them (or for their
+            // late limit) before judging loss on them.
+            pinger.drain(end).await;
+            if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
+                break;
+            }
+        }
+    }
+    if stragglers_matter(policy, limits, &pinger) {
+        pinger.drain(end).await;
+    }
+    let samples = pinger.samples();
+    shared.with(|o| {
+        o.icmp_endpoints.insert(target.endpoint.clone());
+    });
+    shared.push(&target, ProbeKind::IcmpEcho, samples);
+}
+
+/// Whether the echoes still outstanding could change a loss verdict if they were answered.
+fn stragglers_matter(policy: &SamplingPolicy, limits: &Limits, pinger: &Pinger) -> bool {
+    let outstanding = pinger.outstanding();
+    if outstanding == 0 {
+        return false;
+    }
+    let samples = pinger.samples();
+    let attempts = u32::try_from(samples.len()).unwrap_or(u32::MAX);
+    let lost =
+        u32::try_from(samples.iter().filter(|s| s.result.is_err()).count()).unwrap_or(u32::MAX);
+    let as_lost = LossEstimate { lost, attempts };
+    let as_answered = LossEstimate {
+        lost: lost.saturating_sub(u32::try_from(outstanding).unwrap_or(u32::MAX)),
+        attempts,
+    };
+    limits.loss.iter().any(|l| match *l {
+        Limit::Loss { warn, error } => {
+            policy.loss_band(&as_lost, warn, error) != policy.loss_band(&as_answered, warn, error)
+        }
+        Limit::Latency { .. } => false,
+    })
+}
+
+/// Nearest-rank p90.
+fn p90(mut xs: Vec<Duration>) -> Option<Duration> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_unstable();
+    let rank = (xs.len() * 9).div_ceil(10).max(1);
+    xs.get(rank - 1).copied()
+}
+
+async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, shared: &Shared) {
+    let Some(tls) = tls else { return };
+    let reachable: Vec<(String, bool, u64)> = shared.with(|o| {
+        o.members
+            .iter()
+            .filter(|m| m.reachable)
+            .map(|m| (m.endpoint.clone(), m.is_learner, m.db_size.unwrap_or(0)))
+            .collect()
+    });
+    for (endpoint, is_learner, db_size) in reachable {
+        let Some(target) = input
+            .etcd_clients
+            .iter()
+            .find(|t| t.endpoint == endpoint)
+            .cloned()
+            .or_else(|| {
+                Target::parse_url(TargetKind::EtcdClient, &format!("https://{endpoint}")).ok()
+            })
+        else {
+            continue;
+        };
+        let to = clock.left().min(SETUP_TIMEOUT);
+        if to < Duration::from_millis(100) {
+            shared.note("the run's --timeout ended before the opt-in probes".into());
+            return;
+        }
+        let Ok(mut client) = etcd::connect(&target.url(), Some(tls), to).await else {
+            continue;
+        };
+        if input.write_probe && !is_learner {
+            match client.write_probe(&input.node_name, WRITE_TTL).await {
+                Ok(w) => shared.push(
+                    &target,
+                    ProbeKind::EtcdWrite,
+                    vec![Sample {
+                        result: Ok(w.grant + w.put + w.get + w.revoke),
+                    }],
+                ),
+                Err(e) => shared.with(|o| o.write_failures.push((target.clone(), e.to_string()))),
+            }
+        }
+        if input.bandwidth && shared.with(|o| o.snapshot.is_none()) {
+            let cap = clock.left().min(Duration::from_secs(20));
+            let r = client
+                .snapshot_probe(SNAPSHOT_BYTES, cap)
+                .await
+                .map_err(|e| e.to_string());
+            shared.with(|o| o.snapshot = Some((target.clone(), db_size, r)));
+        }
+    }
+}
+
+/// Names members from the member list, for messages ("m2 (198.18.0.3:2380)").
+fn label_members(obs: &mut Observations) {
+    let Some(list) = &obs.member_list else { return };
+    for h in &mut obs.members {
+        let hit = list.iter().find(|m| {
+            Some(m.id) == h.member_id
+                || m.client_urls
+                    .iter()
+                    .any(|u| u.trim_end_matches('/').ends_with(&h.endpoint))
+        });
+        if let Some(m) = hit {
+            if !m.name.is_empty() {
+                h.name = Some(m.name.clone());
+            }
+            h.peer_endpoint = m
+                .peer_urls
+                .first()
+                .and_then(|u| Target::parse_url(TargetKind::EtcdPeer, u).ok())
+                .map(|t| t.endpoint);
+            h.is_learner |= m.is_learner;
+        }
+    }
+}
+
+/// Remote clock minus local clock, in seconds.
+fn skew_from(remote: SystemTime) -> f64 {
+    let now = SystemTime::now();
+    match remote.duration_since(now) {
+        Ok(ahead) => ahead.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
+/// etcd's `/raft/probing` reports `Now` as RFC 3339 (Go's time.Time JSON). Only UTC forms are
+/// parsed; others are left out rather than misread.
+fn skew_from_rfc3339(s: &str) -> Option<f64> {
+    humantime::parse_rfc3339_weak(s.trim_end_matches('Z'))
+        .ok()
+        .filter(|_| s.ends_with('Z'))
+        .map(skew_from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &[u8], truncated: bool) -> http::HttpResponse {
+        http::HttpResponse {
+            tls: tls::TlsHandshake {
+                peer: "127.0.0.1:6443".parse().unwrap(),
+                dns: Duration::ZERO,
+                connect: Duration::from_millis(1),
+                handshake: Duration::from_millis(2),
+                protocol: None,
+                alpn: None,
+                server_cert: None,
+                client_cert_requested: false,
+                client_cert_sent: false,
+            },
+            exchange: http::HttpExchange {
+                status,
+                body: bytes::Bytes::copy_from_slice(body),
+                body_truncated: truncated,
+                date: None,
+                first_byte: Duration::from_millis(1),
+                total: Duration::from_millis(1),
+            },
+        }
+    }
+
+    #[test]
+    fn only_200_ok_is_a_ready_answer() {
+        assert!(readyz_sample(&Ok(answer(200, b"ok\n", false)))
+            .result
+            .is_ok());
+        // Regression (tests/hostile.rs, HugeBody): a 200 with 100 MB was taken as ready.
+        let huge = readyz_sample(&Ok(answer(200, &[b'x'; 1024], true)));
+        let Err(ProbeFailure::Protocol(why)) = huge.result else {
+            panic!("{huge:?}")
+        };
+        assert!(why.contains("body over 64 KiB"), "{why}");
+        let busy = readyz_sample(&Ok(answer(503, b"[-]etcd failed", false)));
+        let Err(ProbeFailure::Protocol(why)) = busy.result else {
+            panic!("{busy:?}")
+        };
+        assert!(why.contains("503") && why.contains("etcd failed"), "{why}");
+    }
+}

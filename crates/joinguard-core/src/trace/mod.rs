@@ -1,0 +1,571 @@
+//! The tracer: per-hop latency and loss to one target, as `mtr --report` measures them.
+//!
+//! Each cycle sends one probe per TTL (ICMP echo, UDP datagram or TCP SYN to the service port)
+//! and matches what comes back by what the reply quotes ([`packet`]): Time Exceeded from each
+//! router, and from the target an Echo Reply, a Port Unreachable, or a SYN-ACK/RST. Once the
+//! target has answered, later cycles stop at its distance. Every probe waits at most
+//! `probe_timeout`, and the whole trace ends by `timeout` with whatever it saw.
+//!
+//! This module returns data ([`PathTrace`]) and never formats it: [`report`] does, for the
+//! `trace` command and for preflight. [`analysis`] says where latency or loss first appears.
+//!
+//! Why not trippy-core: see docs/trace.md ("Why not trippy-core"). In short, it runs its own
+//! blocking thread with no way to stop a round from outside (preflight needs an async trace
+//! bounded by its remaining `--timeout`), its TCP mode completes a real `connect()` to the
+//! target (every probe would be an accepted-then-dropped connection in etcd's log), it pins
+//! socket2 0.5 beside our 0.6, and its docs call the API unstable.
+
+pub mod analysis;
+pub mod command;
+pub mod packet;
+pub mod report;
+mod socket;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use socket2::Protocol as SockProto;
+
+use packet::{ProbeId, Reply, ReplyKind};
+use socket::RawSocket;
+
+pub use crate::spec::TraceProtocol;
+
+/// First destination port of UDP probes without --port (traceroute's and mtr's base).
+pub const UDP_BASE_PORT: u16 = 33434;
+
+/// What to trace and how long for.
+#[derive(Clone, Debug)]
+pub struct TraceSpec {
+    /// The target as the user gave it (a name or an address), for the report.
+    pub label: String,
+    pub target: Ipv4Addr,
+    pub protocol: TraceProtocol,
+    /// Destination port (TCP: required; UDP: fixed port instead of 33434 + n; ICMP: unused).
+    pub port: Option<u16>,
+    /// Probes per hop.
+    pub cycles: u32,
+    pub max_hops: u8,
+    /// Time between the starts of two cycles.
+    pub interval: Duration,
+    /// How long one probe waits for its reply before it counts as lost.
+    pub probe_timeout: Duration,
+    /// The whole trace ends by then.
+    pub timeout: Duration,
+    /// Look up hop names by reverse DNS.
+    pub dns: bool,
+}
+
+/// Why a trace could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error(
+        "tracing needs raw sockets, which need root or CAP_NET_RAW ({0}). Run as root, or grant \
+         the capability once: sudo setcap cap_net_raw+ep \"$(command -v joinguard)\""
+    )]
+    NoPrivilege(io::Error),
+    #[error("{0}: only IPv4 targets can be traced for now")]
+    Unsupported(IpAddr),
+    #[error(
+        "no route to {target} from this host ({source}); check its address and this host's routes"
+    )]
+    NoRoute { target: Ipv4Addr, source: io::Error },
+    #[error("trace to {target}: {what}: {source}")]
+    Io {
+        target: Ipv4Addr,
+        what: &'static str,
+        source: io::Error,
+    },
+}
+
+impl TraceError {
+    fn io(target: Ipv4Addr, what: &'static str) -> impl FnOnce(io::Error) -> TraceError {
+        move |source| {
+            if source.kind() == io::ErrorKind::PermissionDenied {
+                TraceError::NoPrivilege(source)
+            } else {
+                TraceError::Io {
+                    target,
+                    what,
+                    source,
+                }
+            }
+        }
+    }
+}
+
+/// What a trace saw: one row per hop, nearest first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathTrace {
+    /// The target as given.
+    pub target: String,
+    pub address: Ipv4Addr,
+    pub protocol: TraceProtocol,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Cycles asked for and cycles whose probes were all sent.
+    pub cycles: u32,
+    pub cycles_sent: u32,
+    /// Whether the target itself answered at least once.
+    pub reached: bool,
+    /// How the target (or the router that gave up) answered, e.g. `syn-ack`, `echo-reply`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_reply: Option<FinalReply>,
+    pub hops: Vec<Hop>,
+    /// True when `timeout` ended the trace before every probe was answered or lost.
+    pub timed_out: bool,
+    pub duration_ms: u64,
+}
+
+/// The last word on the path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinalReply {
+    /// ICMP Echo Reply from the target.
+    EchoReply,
+    /// ICMP Port Unreachable from the target (the UDP answer of a reached host).
+    PortUnreachable,
+    /// SYN-ACK: the target's port is open.
+    SynAck,
+    /// RST: the target is up but its port is closed.
+    Rst,
+    /// ICMP Destination Unreachable (other than port unreachable) from a hop: the path ends there.
+    Unreachable { code: u8 },
+}
+
+/// One hop of the path (one TTL).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hop {
+    /// 1 for the first router.
+    pub ttl: u8,
+    /// Who answered (the first address seen); `None` when nobody did ("???" in mtr).
+    pub address: Option<Ipv4Addr>,
+    /// Other addresses that answered at this TTL (ECMP, route changes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_addresses: Vec<Ipv4Addr>,
+    /// Reverse DNS name, when asked for and found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub sent: u32,
+    pub received: u32,
+    pub loss_pct: f64,
+    pub last_ms: Option<f64>,
+    pub min_ms: Option<f64>,
+    pub avg_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// mtr's jitter: the mean absolute difference between consecutive RTTs of this hop.
+    pub jitter_ms: Option<f64>,
+    /// mtr's Jmax: the largest such difference.
+    pub jitter_max_ms: Option<f64>,
+    /// Whether this hop is the target.
+    pub is_target: bool,
+}
+
+#[derive(Debug)]
+struct Probe {
+    ttl: u8,
+    cycle: u32,
+    sent_wall: SystemTime,
+    sent: Instant,
+    /// The UDP probe's own socket (its port identifies it); dropped once settled.
+    udp: Option<socket2::Socket>,
+    state: State,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Pending,
+    Answered {
+        from: Ipv4Addr,
+        rtt: Duration,
+        kind: ReplyKind,
+    },
+    Lost,
+}
+
+/// Sockets and identifiers of one trace.
+struct Wire {
+    src: Ipv4Addr,
+    icmp: RawSocket,
+    tcp: Option<(RawSocket, socket2::Socket, u16)>,
+    ident: u16,
+    tcp_seq_base: u32,
+}
+
+/// Runs one trace. Ends by `spec.timeout` whatever the path does.
+pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
+    let started = Instant::now();
+    let deadline = started + spec.timeout;
+    let target = spec.target;
+    let src =
+        socket::source_for(target).map_err(|source| TraceError::NoRoute { target, source })?;
+    // Every mode reads the ICMP errors of routers from a raw ICMP socket.
+    let icmp =
+        RawSocket::open(SockProto::ICMPV4).map_err(TraceError::io(target, "raw ICMP socket"))?;
+    let tcp = if spec.protocol == TraceProtocol::Tcp {
+        let raw =
+            RawSocket::open(SockProto::TCP).map_err(TraceError::io(target, "raw TCP socket"))?;
+        raw.bind(src)
+            .map_err(TraceError::io(target, "bind the raw TCP socket"))?;
+        let (hold, port) =
+            socket::reserve_tcp_port(src).map_err(TraceError::io(target, "reserve a TCP port"))?;
+        Some((raw, hold, port))
+    } else {
+        None
+    };
+    let wire = Wire {
+        src,
+        icmp,
+        tcp,
+        ident: rand::random(),
+        tcp_seq_base: rand::random(),
+    };
+
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut by_id: HashMap<ProbeId, usize> = HashMap::new();
+    let mut target_ttl: Option<u8> = None;
+    let mut dead_end: Option<(u8, u8)> = None; // (ttl, code) of a Destination Unreachable
+    let mut cycles_sent = 0u32;
+    let mut buf = vec![0u8; 2048];
+    let mut timed_out = false;
+
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            timed_out =
+                cycles_sent < spec.cycles || probes.iter().any(|p| p.state == State::Pending);
+            break;
+        }
+        for p in probes.iter_mut().filter(|p| p.state == State::Pending) {
+            if now.duration_since(p.sent) >= spec.probe_timeout {
+                p.state = State::Lost;
+                p.udp = None;
+            }
+        }
+        let next_cycle_at = started + spec.interval * cycles_sent;
+        if cycles_sent < spec.cycles && now >= next_cycle_at {
+            let limit = target_ttl
+                .or(dead_end.map(|(t, _)| t))
+                .unwrap_or(spec.max_hops)
+                .min(spec.max_hops);
+            for ttl in 1..=limit {
+                let seq = probes.len();
+                match send_probe(spec, &wire, ttl, seq) {
+                    Ok((id, sent_wall, udp)) => {
+                        by_id.insert(id, probes.len());
+                        probes.push(Probe {
+                            ttl,
+                            cycle: cycles_sent,
+                            sent_wall,
+                            sent: Instant::now(),
+                            udp,
+                            state: State::Pending,
+                        });
+                    }
+                    // A send the kernel refuses (no buffer, unreachable) is a probe lost on
+                    // the way out; a missing privilege would have failed at open.
+                    Err(e) => tracing::debug!(ttl, error = %e, "probe send failed"),
+                }
+            }
+            cycles_sent += 1;
+            tracing::debug!(cycle = cycles_sent, of = spec.cycles, "trace cycle sent");
+            continue;
+        }
+        let pending = probes.iter().filter(|p| p.state == State::Pending);
+        let next_expiry = pending.map(|p| p.sent + spec.probe_timeout).min();
+        if cycles_sent >= spec.cycles && next_expiry.is_none() {
+            break;
+        }
+        let mut wake = deadline;
+        if cycles_sent < spec.cycles {
+            wake = wake.min(started + spec.interval * cycles_sent);
+        }
+        if let Some(e) = next_expiry {
+            wake = wake.min(e);
+        }
+        let replies = wait_replies(&wire, wake, &mut buf).await;
+        for (reply, at) in replies {
+            let Some(&i) = by_id.get(&reply.probe) else {
+                continue;
+            };
+            if reply.quoted_dst.is_some_and(|d| d != target) {
+                continue;
+            }
+            let p = &mut probes[i];
+            if p.state != State::Pending {
+                continue;
+            }
+            let rtt = match at {
+                Some(t) => t
+                    .duration_since(p.sent_wall)
+                    .unwrap_or_else(|_| p.sent.elapsed()),
+                None => p.sent.elapsed(),
+            };
+            if rtt > spec.probe_timeout {
+                continue; // a late reply: already lost as far as the report goes
+            }
+            p.state = State::Answered {
+                from: reply.from,
+                rtt,
+                kind: reply.kind,
+            };
+            p.udp = None;
+            let at_target = reply.from == target;
+            match reply.kind {
+                ReplyKind::Unreachable(code)
+                    if !(at_target && code == packet::CODE_PORT_UNREACHABLE) =>
+                {
+                    if dead_end.is_none_or(|(t, _)| p.ttl < t) && !at_target {
+                        dead_end = Some((p.ttl, code));
+                    }
+                    if at_target {
+                        target_ttl = Some(target_ttl.map_or(p.ttl, |t| t.min(p.ttl)));
+                    }
+                }
+                _ if at_target => {
+                    target_ttl = Some(target_ttl.map_or(p.ttl, |t| t.min(p.ttl)));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    let mut trace = summarize(spec, &probes, target_ttl, dead_end, cycles_sent, timed_out);
+    if spec.dns {
+        resolve_names(&mut trace, deadline).await;
+    }
+    trace.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(trace)
+}
+
+/// Sends the probe number `seq` with `ttl`.
+fn send_probe(
+    spec: &TraceSpec,
+    w: &Wire,
+    ttl: u8,
+    seq: usize,
+) -> io::Result<(ProbeId, SystemTime, Option<socket2::Socket>)> {
+    match spec.protocol {
+        TraceProtocol::Icmp => {
+            let seq = seq as u16;
+            let pkt = packet::echo_request(w.ident, seq);
+            let at = w.icmp.send_with_ttl(&pkt, spec.target, ttl)?;
+            Ok((
+                ProbeId::Echo {
+                    ident: w.ident,
+                    seq,
+                },
+                at,
+                None,
+            ))
+        }
+        TraceProtocol::Udp => {
+            let (s, src_port) = socket::udp_probe_socket(w.src)?;
+            let dst_port = spec
+                .port
+                .unwrap_or_else(|| UDP_BASE_PORT.wrapping_add(seq as u16));
+            let at = socket::udp_send(&s, spec.target, dst_port, ttl)?;
+            Ok((ProbeId::Udp { src_port, dst_port }, at, Some(s)))
+        }
+        TraceProtocol::Tcp => {
+            let (raw, _, src_port) = w
+                .tcp
+                .as_ref()
+                .ok_or_else(|| io::Error::other("no TCP socket"))?;
+            let dst_port = spec.port.unwrap_or(80);
+            let tcp_seq = w.tcp_seq_base.wrapping_add(seq as u32);
+            let pkt = packet::tcp_syn(w.src, *src_port, spec.target, dst_port, tcp_seq);
+            let at = raw.send_with_ttl(&pkt, spec.target, ttl)?;
+            Ok((
+                ProbeId::Tcp {
+                    src_port: *src_port,
+                    dst_port,
+                    seq: tcp_seq,
+                },
+                at,
+                None,
+            ))
+        }
+    }
+}
+
+/// Waits until `wake` or until replies arrive, and returns every reply read (with the kernel's
+/// receive timestamp when there is one).
+async fn wait_replies(w: &Wire, wake: Instant, buf: &mut [u8]) -> Vec<(Reply, Option<SystemTime>)> {
+    let mut out = Vec::new();
+    let tcp_ready = async {
+        match &w.tcp {
+            Some((raw, _, _)) => raw.readable().await.map(|mut g| g.clear_ready()),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::sleep_until(wake.into()) => return out,
+        r = w.icmp.readable() => { if let Ok(mut g) = r { g.clear_ready(); } }
+        _ = tcp_ready => {}
+    }
+    // Drain both sockets: clear_ready above re-arms readiness, and a read that would block
+    // simply ends the drain.
+    drain(&w.icmp, buf, packet::parse_icmp, &mut out);
+    if let Some((raw, _, _)) = &w.tcp {
+        drain(raw, buf, packet::parse_tcp, &mut out);
+    }
+    out
+}
+
+fn drain(
+    s: &RawSocket,
+    buf: &mut [u8],
+    parse: fn(&[u8]) -> Option<Reply>,
+    out: &mut Vec<(Reply, Option<SystemTime>)>,
+) {
+    // Bounded: a busy host's TCP traffic cannot keep the tracer here.
+    for _ in 0..256 {
+        let Ok((n, at)) = s.try_recv(buf) else { break };
+        if let Some(r) = parse(&buf[..n.min(buf.len())]) {
+            out.push((r, at));
+        }
+    }
+}
+
+/// Builds the hop table from the probes.
+fn summarize(
+    spec: &TraceSpec,
+    probes: &[Probe],
+    target_ttl: Option<u8>,
+    dead_end: Option<(u8, u8)>,
+    cycles_sent: u32,
+    timed_out: bool,
+) -> PathTrace {
+    let last_answering = probes
+        .iter()
+        .filter(|p| matches!(p.state, State::Answered { .. }))
+        .map(|p| p.ttl)
+        .max();
+    let rows = match (target_ttl, dead_end) {
+        (Some(t), _) => t,
+        (None, Some((t, _))) => t,
+        // Not reached: the hops that answered, then one dark row for where the path goes quiet.
+        (None, None) => last_answering
+            .map_or(1, |t| t.saturating_add(1))
+            .min(spec.max_hops),
+    };
+    let mut hops = Vec::new();
+    for ttl in 1..=rows {
+        let mut mine: Vec<&Probe> = probes
+            .iter()
+            .filter(|p| p.ttl == ttl && p.state != State::Pending)
+            .collect();
+        mine.sort_by_key(|p| p.cycle);
+        let answered: Vec<(Ipv4Addr, Duration)> = mine
+            .iter()
+            .filter_map(|p| match p.state {
+                State::Answered { from, rtt, .. } => Some((from, rtt)),
+                _ => None,
+            })
+            .collect();
+        let mut addrs: Vec<Ipv4Addr> = Vec::new();
+        for (a, _) in &answered {
+            if !addrs.contains(a) {
+                addrs.push(*a);
+            }
+        }
+        let ms: Vec<f64> = answered
+            .iter()
+            .map(|(_, d)| d.as_secs_f64() * 1000.0)
+            .collect();
+        let sent = mine.len() as u32;
+        let received = answered.len() as u32;
+        let diffs: Vec<f64> = ms.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+        let address = addrs.first().copied();
+        hops.push(Hop {
+            ttl,
+            address,
+            other_addresses: addrs.iter().skip(1).copied().collect(),
+            name: None,
+            sent,
+            received,
+            loss_pct: if sent == 0 {
+                0.0
+            } else {
+                round3(f64::from(sent - received) * 100.0 / f64::from(sent))
+            },
+            last_ms: ms.last().copied().map(round3),
+            min_ms: ms.iter().copied().reduce(f64::min).map(round3),
+            avg_ms: (!ms.is_empty()).then(|| round3(ms.iter().sum::<f64>() / ms.len() as f64)),
+            max_ms: ms.iter().copied().reduce(f64::max).map(round3),
+            jitter_ms: (!diffs.is_empty())
+                .then(|| round3(diffs.iter().sum::<f64>() / diffs.len() as f64)),
+            jitter_max_ms: diffs.iter().copied().reduce(f64::max).map(round3),
+            is_target: address == Some(spec.target),
+        });
+    }
+    let final_reply = match (target_ttl, dead_end) {
+        (Some(t), _) => probes
+            .iter()
+            .filter(|p| p.ttl == t)
+            .find_map(|p| match p.state {
+                State::Answered { from, kind, .. } if from == spec.target => Some(match kind {
+                    ReplyKind::EchoReply => FinalReply::EchoReply,
+                    ReplyKind::SynAck => FinalReply::SynAck,
+                    ReplyKind::Rst => FinalReply::Rst,
+                    ReplyKind::Unreachable(packet::CODE_PORT_UNREACHABLE) => {
+                        FinalReply::PortUnreachable
+                    }
+                    ReplyKind::Unreachable(code) => FinalReply::Unreachable { code },
+                    ReplyKind::TimeExceeded => FinalReply::Unreachable { code: 255 },
+                }),
+                _ => None,
+            }),
+        (None, Some((_, code))) => Some(FinalReply::Unreachable { code }),
+        (None, None) => None,
+    };
+    PathTrace {
+        target: spec.label.clone(),
+        address: spec.target,
+        protocol: spec.protocol,
+        port: match spec.protocol {
+            TraceProtocol::Icmp => None,
+            _ => spec.port,
+        },
+        cycles: spec.cycles,
+        cycles_sent,
+        reached: target_ttl.is_some(),
+        final_reply,
+        hops,
+        timed_out,
+        duration_ms: 0,
+    }
+}
+
+/// Fills in hop names by reverse DNS, all at once, bounded by the trace's deadline (and 2 s).
+async fn resolve_names(trace: &mut PathTrace, deadline: Instant) {
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .min(Duration::from_secs(2));
+    let lookups: Vec<_> = trace
+        .hops
+        .iter()
+        .map(|h| {
+            h.address
+                .map(|a| tokio::task::spawn_blocking(move || socket::reverse_name(a)))
+        })
+        .collect();
+    for (hop, l) in trace.hops.iter_mut().zip(lookups) {
+        if let Some(l) = l {
+            if let Ok(Ok(name)) = tokio::time::timeout(left, l).await {
+                hop.name = name;
+            }
+        }
+    }
+}
+
+/// Microsecond precision is all a millisecond figure needs.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,231 @@
+//! The core's layering, checked on its source: every `crate::` path in `src/` (a `use` line or an
+//! inline path) is an import of one module by another, and each must point down or sideways:
+//!
+//! 1. foundation: limits, target, key, stats, duration, notes, failure, spec, logging, and the
+//!    TLS material `probe::identity`;
+//! 2. kube, kubeadm, joinconfig, retry (retry may use kube's types, not the reverse);
+//! 3. probe, sampling, check, trace (the tracer; the `trace` command itself is in the binary);
+//! 4. discovery;
+//! 5. the commands preflight (with its report, today the root `report`), status, monitor: none
+//!    imports another.
+//!
+//! docs/architecture.md draws the same picture. A pair that breaks a rule today and has a
+//! planned move is in [`ALLOWED`] with that move named; merging the move empties its line.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// (module, layer). Longest prefix wins: `probe::identity` before `probe`.
+const LAYERS: &[(&str, u8)] = &[
+    ("limits", 1),
+    ("target", 1),
+    ("key", 1),
+    ("stats", 1),
+    ("duration", 1),
+    ("notes", 1),
+    ("failure", 1),
+    ("spec", 1),
+    ("logging", 1),
+    ("probe::identity", 1),
+    ("kube", 2),
+    ("kubeadm", 2),
+    ("joinconfig", 2),
+    ("retry", 2),
+    ("probe", 3),
+    ("sampling", 3),
+    ("check", 3),
+    ("trace", 3),
+    ("discovery", 4),
+    ("preflight", 5),
+    ("report", 5),
+    ("status", 5),
+    ("monitor", 5),
+];
+
+/// The commands: none may import another (the root `report` is preflight's own).
+const COMMANDS: &[(&str, &str)] = &[
+    ("preflight", "preflight"),
+    ("report", "preflight"),
+    ("status", "status"),
+    ("monitor", "monitor"),
+];
+
+/// Same-layer imports that point the wrong way.
+const FORBIDDEN: &[(&str, &str, &str)] = &[(
+    "kube",
+    "retry",
+    "the Kubernetes API error types belong to kube; retry may import kube, not the reverse",
+)];
+
+/// Imports that break a rule today, each with the move that ends it. (importer, imported).
+const ALLOWED: &[(&str, &str, &str)] = &[
+    // kube's TLS client and its failure type are probe's; TLS material (identity) is already
+    // foundation. Pending: probe::tls and ProbeFailure's TLS part beside probe::identity.
+    (
+        "kube",
+        "probe",
+        "probe::tls / ProbeFailure to the TLS-material module",
+    ),
+    // stats summarises probe::Sample; the sample model belongs in the foundation.
+    (
+        "stats",
+        "probe",
+        "probe::{Sample, ProbeKind, ProbeFailure} to a foundation module",
+    ),
+];
+
+fn layer_of(module: &str) -> Option<(&'static str, u8)> {
+    LAYERS
+        .iter()
+        .filter(|(m, _)| module == *m || module.starts_with(&format!("{m}::")))
+        .max_by_key(|(m, _)| m.len())
+        .map(|(m, l)| (*m, *l))
+}
+
+fn command_of(module: &str) -> Option<&'static str> {
+    let (top, _) = layer_of(module)?;
+    COMMANDS.iter().find(|(m, _)| *m == top).map(|(_, c)| *c)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("read src/") {
+        let p = e.expect("dir entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// `src/probe/identity.rs` -> `probe::identity`; `src/trace/mod.rs` -> `trace`.
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file
+        .strip_prefix(src)
+        .expect("under src/")
+        .with_extension("");
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|c| c != "mod")
+        .collect();
+    parts.join("::")
+}
+
+/// Every `crate::a::b` path outside comments, as `a::b` (two segments at most).
+fn imports(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            let tail = &rest[i + "crate::".len()..];
+            let path: String = tail
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).take(2).collect();
+            if let Some(first) = segs.first() {
+                if first.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+                    let two = segs
+                        .iter()
+                        .take_while(|s| s.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("::");
+                    out.insert(two);
+                }
+            }
+            rest = &tail[path.len().max(1).min(tail.len())..];
+        }
+    }
+    out
+}
+
+/// The broken rules, as `importer -> imported: why`.
+fn violations() -> (Vec<String>, BTreeSet<(String, String)>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    let mut allowed_used = BTreeSet::new();
+    for f in files {
+        let me = module_of(&src, &f);
+        if me == "lib" {
+            continue;
+        }
+        let Some((my_top, my_layer)) = layer_of(&me) else {
+            bad.push(format!(
+                "{me}: module not in the layering table (add it to LAYERS)"
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).expect("read source");
+        for dep in imports(&text) {
+            let Some((dep_top, dep_layer)) = layer_of(&dep) else {
+                bad.push(format!("{me} -> {dep}: module not in the layering table"));
+                continue;
+            };
+            if dep_top == my_top {
+                continue;
+            }
+            let why = if dep_layer > my_layer {
+                Some(format!("layer {my_layer} imports layer {dep_layer}"))
+            } else if let (Some(a), Some(b)) = (command_of(&me), command_of(&dep)) {
+                (a != b).then(|| format!("command {a} imports command {b}"))
+            } else {
+                FORBIDDEN
+                    .iter()
+                    .find(|(a, b, _)| *a == my_top && *b == dep_top)
+                    .map(|(_, _, why)| why.to_string())
+            };
+            let Some(why) = why else { continue };
+            let mine = me.split("::").next().unwrap_or(&me).to_string();
+            let theirs = dep.split("::").next().unwrap_or(&dep).to_string();
+            if ALLOWED.iter().any(|(a, b, _)| *a == mine && *b == theirs) {
+                allowed_used.insert((mine, theirs));
+            } else {
+                bad.push(format!("{} ({}) -> {dep}: {why}", me, f.display()));
+            }
+        }
+    }
+    (bad, allowed_used)
+}
+
+#[test]
+fn imports_follow_the_layering() {
+    let (bad, _) = violations();
+    assert!(
+        bad.is_empty(),
+        "imports against the layering (docs/architecture.md):\n{}",
+        bad.join("\n")
+    );
+}
+
+/// An allowlist entry whose import is gone must be removed, so the list only ever shrinks.
+#[test]
+fn every_allowed_exception_is_still_needed() {
+    let (_, used) = violations();
+    let stale: Vec<String> = ALLOWED
+        .iter()
+        .filter(|(a, b, _)| !used.contains(&(a.to_string(), b.to_string())))
+        .map(|(a, b, move_)| format!("{a} -> {b} ({move_})"))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "allowed exceptions no longer needed, remove them from ALLOWED: {stale:?}"
+    );
+}
+
+#[test]
+fn the_checker_sees_a_violation() {
+    // A lower layer importing a command, and one command importing another.
+    let found = imports("use crate::preflight::run;\n    crate::status::x(); // crate::monitor");
+    assert_eq!(
+        found,
+        BTreeSet::from(["preflight::run".to_string(), "status::x".to_string()])
+    );
+    assert_eq!(layer_of("probe::identity"), Some(("probe::identity", 1)));
+    assert_eq!(layer_of("probe::tls"), Some(("probe", 3)));
+    assert_eq!(command_of("report"), Some("preflight"));
+}

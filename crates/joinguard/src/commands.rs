@@ -1,0 +1,211 @@
+//! The binary's half of every command: the one tokio runtime (built once in `main`), the notes
+//! sink (each progress line to stderr at once), the printer (stdout carries the report only) and
+//! the one exit-code map (0 fit/done, 1 unfit/failed, 2 invalid input, 3 trust failure). The
+//! core validates, runs and returns typed values; nothing here decides a verdict.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use joinguard_core::monitor::{self, DEFAULT_LISTEN};
+use joinguard_core::preflight::{self, report};
+use joinguard_core::status;
+use joinguard_core::trace::command::spec_from_request;
+use joinguard_core::trace::report::TracedPath;
+use joinguard_core::trace::{self, TraceError};
+use joinguard_core::{
+    MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput, StatusReport,
+    StatusSpec, Stopped, TraceRequest, Verdict,
+};
+use tokio::runtime::Runtime;
+
+/// The exit codes, in one place.
+pub mod exit {
+    /// Fit for the join (warnings allowed), or done.
+    pub const FIT: u8 = 0;
+    /// Not fit, or failed.
+    pub const UNFIT: u8 = 1;
+    /// A flag, file or config field could not be used; nothing was judged.
+    pub const INVALID_INPUT: u8 = 2;
+    /// A CA pin, JWS signature or certificate did not verify.
+    pub const TRUST_FAILURE: u8 = 3;
+}
+
+/// The binary's notes: each line to stderr as it happens.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stderr;
+
+impl Notes for Stderr {
+    fn note(&self, line: &str) {
+        say(line);
+    }
+}
+
+/// Writes `text` to stdout. A closed pipe (`joinguard ... | head`) is not an error worth a panic.
+pub fn stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+/// Writes raw bytes to stdout (completion scripts, man pages), like [`stdout`].
+pub fn stdout_bytes(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes);
+    let _ = out.flush();
+}
+
+/// A progress or error line for a human, on stderr.
+pub fn say(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
+
+/// The one runtime of the process: two workers (the machines joinguard runs on are busy
+/// joining a control plane; the probes are I/O-bound).
+pub fn runtime() -> std::io::Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// A command that stopped early: its message on stderr, its exit code.
+fn stopped(command: &str, s: &Stopped) -> u8 {
+    say(&format!("joinguard {command}: {s}"));
+    match s {
+        Stopped::Invalid(_) => exit::INVALID_INPUT,
+        Stopped::Trust(_) => exit::TRUST_FAILURE,
+        Stopped::Failed(_) => exit::UNFIT,
+    }
+}
+
+fn verdict_code(v: &Verdict) -> u8 {
+    match v {
+        Verdict::Fit => exit::FIT,
+        Verdict::Unfit => exit::UNFIT,
+    }
+}
+
+/// `joinguard preflight`.
+pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> u8 {
+    let started = Instant::now();
+    let mut input = match rt.block_on(preflight::resolve_input(spec, &Recorder::new(), &Stderr)) {
+        Ok(i) => i,
+        Err(e) => return stopped("preflight", &e),
+    };
+    if input.wait.is_none() {
+        // --timeout bounds the whole run: discovery took its share of it already.
+        input.timeout = input
+            .timeout
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(500));
+    }
+    match rt.block_on(preflight::preflight(&input, &Stderr)) {
+        Outcome::Trust(msg) => {
+            say(&format!(
+                "[preflight] trust failure: {msg}\n[preflight] This is not retried: check that the \
+                 CA file belongs to this cluster, or that nothing intercepts the connection."
+            ));
+            exit::TRUST_FAILURE
+        }
+        Outcome::Report(r) => {
+            let mut buf = Vec::new();
+            let res = match input.output {
+                Output::Text => report::render_text(&r, &mut buf),
+                Output::Json => report::render_json(&r, &mut buf),
+            };
+            if res.is_ok() {
+                stdout(&String::from_utf8_lossy(&buf));
+            }
+            verdict_code(&r.verdict)
+        }
+    }
+}
+
+/// `joinguard update-status`.
+pub fn update_status(rt: &Runtime, spec: StatusSpec) -> u8 {
+    let input = match StatusInput::from_args(&spec, &Stderr) {
+        Ok(i) => i,
+        Err(e) => return stopped("update-status", &Stopped::Invalid(e)),
+    };
+    let recorder = Recorder::new();
+    let run = rt.block_on(status::update_status(&input, &recorder));
+    if let Some(e) = &run.input_error {
+        return stopped("update-status", &Stopped::Invalid(e.to_string()));
+    }
+    let report = StatusReport::new(
+        input.client.server(),
+        input.node_name.clone(),
+        &run,
+        &recorder,
+    );
+    stdout(&match spec.output {
+        Output::Text => status::render_text(&report),
+        Output::Json => status::render_json(&report),
+    });
+    report.exit_code()
+}
+
+/// `joinguard trace`.
+pub fn trace(rt: &Runtime, request: TraceRequest) -> u8 {
+    let spec = match rt.block_on(spec_from_request(&request)) {
+        Ok(s) => s,
+        Err(e) => return stopped("trace", &Stopped::Invalid(e)),
+    };
+    say(&format!(
+        "[trace] tracing {} with {} probes{}: {} cycles {} apart, up to {} hops (ends within {})",
+        spec.target,
+        spec.protocol.as_str(),
+        spec.port.map_or(String::new(), |p| format!(" to port {p}")),
+        spec.cycles,
+        humantime::format_duration(spec.interval),
+        spec.max_hops,
+        humantime::format_duration(spec.timeout)
+    ));
+    match rt.block_on(trace::trace(&spec)) {
+        Ok(t) => {
+            let p = TracedPath::new(t);
+            let mut buf = Vec::new();
+            let res = match request.output {
+                Output::Text => trace::report::render_text(&p, "[trace]", &mut buf),
+                Output::Json => trace::report::render_json(&p, &mut buf),
+            };
+            if res.is_ok() {
+                stdout(&String::from_utf8_lossy(&buf));
+            }
+            p.exit_code()
+        }
+        // No CAP_NET_RAW, or a protocol this host cannot send: the invocation is at fault.
+        Err(e @ (TraceError::NoPrivilege(_) | TraceError::Unsupported(_))) => {
+            stopped("trace", &Stopped::Invalid(e.to_string()))
+        }
+        Err(e) => stopped("trace", &Stopped::Failed(e.to_string())),
+    }
+}
+
+/// `joinguard monitor`: runs until SIGTERM/SIGINT.
+pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> u8 {
+    let config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => return stopped("monitor", &Stopped::Invalid(format!("--config {e}"))),
+    };
+    let listen = match (listen, config.listen) {
+        (Some(l), _) | (None, Some(l)) => l,
+        (None, None) => DEFAULT_LISTEN
+            .parse()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 9810))),
+    };
+    rt.block_on(async move {
+        match monitor::start(config, listen, &Stderr).await {
+            Ok(m) => {
+                monitor::wait_for_signal().await;
+                tracing::info!("shutting down");
+                m.stop();
+                exit::FIT
+            }
+            Err(e) => stopped("monitor", &e),
+        }
+    })
+}

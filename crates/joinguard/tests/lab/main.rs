@@ -1,0 +1,26 @@
+//! The lab suites: the real `joinguard` binary run inside netlab labs (real etcd with mTLS, the
+//! API server stand-in), in one test binary so the lab fabric, etcd client and harness are linked
+//! once, not once per suite (ripgrep's `tests/integration.rs` with `mod` files).
+//!
+//! Every suite builds its environment with `netlab::harness` and takes its lock, so one lab runs
+//! at a time in this binary. Test names keep the `etcd` word where they talk to etcd:
+//! `scripts/test` runs `cargo test -- etcd` again on etcd 3.5 and picks suites by module path.
+
+use netlab::harness::EnvBuilder;
+
+mod discovery;
+mod hostile;
+mod kubeadm_join;
+mod monitor;
+mod preflight;
+mod schema;
+mod trace;
+mod update_status;
+
+/// The binary under test.
+pub const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
+
+/// The harness's environment builder, running `joinguard`.
+pub fn lab() -> EnvBuilder {
+    EnvBuilder::new().bin(JOINGUARD)
+}

@@ -1,0 +1,811 @@
+//! `joinguard monitor` end to end: the real binary, run inside a netlab host against a real
+//! 3-member etcd cluster with mTLS, scraped over HTTP like Prometheus would. The tests assert what
+//! an operator sees: series on /metrics, /readyz's status and body, exit codes and messages, and
+//! that the deployment manifests pass kubectl and a schema validator.
+//!
+//! Tests whose name contains `etcd` run twice in CI, once per etcd version.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netlab::harness::{serial, LabEnv};
+use netlab::{Host, Impairment};
+use serde_json::Value;
+
+use crate::JOINGUARD;
+
+const PORT: u16 = 9810;
+/// The probe interval of the lab tests.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An HTTP/1.0 GET from inside `host`: (status, body).
+fn get(host: &Host, addr: SocketAddr, path: &str, accept: &str) -> (u16, String) {
+    let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: {accept}\r\n\r\n");
+    host.run(move || {
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).unwrap();
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").expect("HTTP response");
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .expect("status");
+        (status, body.to_string())
+    })
+    .expect("run in host")
+}
+
+/// The value of the sample `name{labels...}` (every given label must match), if present.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?;
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            return None;
+        }
+        let (lab, value) = match rest.strip_prefix('{') {
+            Some(r) => r.split_once("} ")?,
+            None => ("", rest.trim_start()),
+        };
+        labels
+            .iter()
+            .all(|(k, v)| lab.contains(&format!("{k}=\"{v}\"")))
+            .then(|| value.trim().parse::<f64>().ok())?
+    })
+}
+
+struct Fixture {
+    monitor: Option<netlab::HostProcess>,
+    env: LabEnv,
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    /// `mon` + m1..m3 (etcd) + m4 (spare, for a member added later); 1 ms each way between the
+    /// monitor and every member.
+    fn new() -> Fixture {
+        let env = crate::lab()
+            .name("etcd_monitor_follows_impairment_members_and_readiness")
+            .joiner("mon")
+            .members(3)
+            .spare_hosts(1)
+            .joiner_delay(Duration::from_millis(1))
+            .build()
+            .expect("lab environment");
+        // The spare m4 is delayed like the members: it becomes one (a learner) mid-test.
+        let lab = env.lab();
+        lab.net().set_link(
+            lab.host("mon"),
+            lab.host("m4"),
+            Impairment::delay(Duration::from_millis(1)),
+        );
+        Fixture {
+            monitor: None,
+            env,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn mon(&self) -> &Host {
+        self.env.lab().host("mon")
+    }
+
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.mon().addr().into(), PORT)
+    }
+
+    /// Starts the monitor with one seed member: the others must come from MemberList.
+    fn start_monitor(&mut self) {
+        let id = self.env.etcd().client_identity();
+        let config = format!(
+            "interval: 1s\njitter: 0.1\nprobeTimeout: 1s\nwindow: 5\nmemberListInterval: 1s\n\
+             cluster:\n  etcdEndpoints: [{}]\n  etcdCacert: {}\n  etcdCert: {}\n  etcdKey: {}\n",
+            self.env.etcd().member(0).client_url(),
+            id.ca.display(),
+            id.cert.display(),
+            id.key.display()
+        );
+        let path = self.dir.path().join("monitor.yaml");
+        std::fs::write(&path, config).unwrap();
+        let log = std::fs::File::create(self.dir.path().join("monitor.log")).unwrap();
+        let mut cmd = self.mon().command(JOINGUARD);
+        cmd.args(["-v", "monitor", "--config"])
+            .arg(&path)
+            .args(["--listen", &self.addr().to_string()])
+            .stdout(Stdio::null())
+            .stderr(log);
+        self.monitor = Some(self.mon().spawn(cmd, "joinguard monitor").expect("spawn"));
+        // Serving starts once the cluster section is resolved.
+        let (addr, t0) = (self.addr(), Instant::now());
+        while !self
+            .mon()
+            .run(move || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok())
+            .unwrap()
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "monitor not listening on {addr}\n--- monitor log\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("monitor.log")).unwrap_or_default()
+    }
+
+    fn metrics(&self) -> String {
+        let (status, body) = get(self.mon(), self.addr(), "/metrics", "text/plain");
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    fn readyz(&self) -> (u16, String) {
+        get(self.mon(), self.addr(), "/readyz", "*/*")
+    }
+
+    /// Polls /metrics every 100 ms until `cond` holds, up to `within`; returns the time it took.
+    fn wait_metrics(&self, what: &str, within: Duration, cond: impl Fn(&str) -> bool) -> Duration {
+        let t0 = Instant::now();
+        loop {
+            let m = self.metrics();
+            if cond(&m) {
+                return t0.elapsed();
+            }
+            if t0.elapsed() > within {
+                let lines: Vec<&str> = m
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("joinguard_probe_last_rtt")
+                            || l.starts_with("joinguard_target_up")
+                            || l.starts_with("joinguard_check_status")
+                    })
+                    .collect();
+                panic!(
+                    "{what}: not seen within {within:?}\n{}\n--- monitor log\n{}",
+                    lines.join("\n"),
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_ready(&self, want: u16, contains: &str, within: Duration) -> String {
+        let t0 = Instant::now();
+        loop {
+            let (status, body) = self.readyz();
+            if status == want && body.contains(contains) {
+                return body;
+            }
+            assert!(
+                t0.elapsed() < within,
+                "/readyz: wanted {want} with {contains:?} within {within:?}, last {status}: \
+                 {body}\n--- monitor log\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn name(&self, kind: &str, i: usize) -> String {
+        format!(
+            "{kind}/{}:{}",
+            self.env.etcd().member(i).addr(),
+            if kind == "etcd-peer" { 2380 } else { 2379 }
+        )
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        // The monitor first, while its targets still exist.
+        self.monitor.take();
+    }
+}
+
+fn python_parse(format: &str, text: &str) -> Value {
+    let script = manifest_dir().join("tests/support/parse_metrics.py");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(format)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 (scripts/setup installs prometheus-client)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the Python prometheus-client parser rejected /metrics ({format}): {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The labels of every sample of `family`, as the parser saw them.
+fn parsed_labels(v: &Value, family: &str) -> Vec<serde_json::Map<String, Value>> {
+    v["families"][family]["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("family {family} missing: {}", v["families"]))
+        .iter()
+        .map(|s| s[1].as_object().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn etcd_monitor_follows_impairment_members_and_readiness() {
+    let _s = serial();
+    let mut fx = Fixture::new();
+    fx.start_monitor();
+    let peer2 = fx.name("etcd-peer", 1);
+    let client2 = fx.name("etcd-client", 1);
+
+    // Every member's client and peer port, from one seed and MemberList, is probed and up.
+    let names: Vec<String> = (0..3)
+        .flat_map(|i| [fx.name("etcd-client", i), fx.name("etcd-peer", i)])
+        .collect();
+    fx.wait_metrics("all 6 etcd targets up", Duration::from_secs(20), |m| {
+        names
+            .iter()
+            .all(|n| sample(m, "joinguard_target_up", &[("target", n)]) == Some(1.0))
+    });
+    fx.wait_ready(200, "ok", Duration::from_secs(10));
+
+    // The output parses with the reference parser, in both formats, with the families and
+    // labels documented in docs/monitor.md.
+    // The checks are judged once per interval: wait for a verdict on every member.
+    fx.wait_metrics(
+        "EtcdPeerLatency judged for all peers",
+        Duration::from_secs(5),
+        |m| {
+            (0..3).all(|i| {
+                let t = fx.name("etcd-peer", i);
+                sample(
+                    m,
+                    "joinguard_check_status",
+                    &[("check", "EtcdPeerLatency"), ("target", &t)],
+                )
+                .is_some()
+            })
+        },
+    );
+    let text = fx.metrics();
+    // For docs/monitor.md's sample scrape: JOINGUARD_MONITOR_SCRAPE_OUT=/path keeps a copy.
+    if let Some(out) = std::env::var_os("JOINGUARD_MONITOR_SCRAPE_OUT") {
+        std::fs::write(&out, &text).unwrap();
+    }
+    let v = python_parse("prometheus", &text);
+    for (family, typ) in [
+        ("joinguard_probe_rtt_seconds", "histogram"),
+        ("joinguard_probe_attempts", "counter"),
+        ("joinguard_check_status", "gauge"),
+        ("joinguard_target_up", "gauge"),
+        ("joinguard_probe_schedule_lag_seconds", "histogram"),
+        ("joinguard_retry_attempts", "counter"),
+    ] {
+        assert_eq!(
+            v["families"][family]["type"], typ,
+            "{family}: {}",
+            v["families"][family]
+        );
+    }
+    let rtt = parsed_labels(&v, "joinguard_probe_rtt_seconds");
+    assert!(rtt.iter().any(|l| l["target"] == peer2.as_str()
+        && l["probe"] == "etcd-peer-probe"
+        && l.contains_key("le")));
+    assert!(rtt.iter().all(|l| l
+        .keys()
+        .all(|k| ["target", "probe", "le"].contains(&k.as_str()))));
+    let checks = parsed_labels(&v, "joinguard_check_status");
+    assert!(checks
+        .iter()
+        .any(|l| l["check"] == "EtcdPeerLatency" && l["target"] == peer2.as_str()));
+    assert!(checks.iter().any(|l| l["check"] == "EtcdHealth"));
+    let retries = parsed_labels(&v, "joinguard_retry_attempts");
+    assert!(
+        retries
+            .iter()
+            .any(|l| l["op"] == "etcd MemberList" && l["class"] == "ok"),
+        "{retries:?}"
+    );
+    let (status, om) = get(
+        fx.mon(),
+        fx.addr(),
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+    );
+    assert_eq!(status, 200);
+    assert!(om.ends_with("# EOF\n"));
+    let v = python_parse("openmetrics", &om);
+    assert_eq!(v["families"]["joinguard_probe_attempts"]["type"], "counter");
+
+    // 40 ms each way to m2: its peer and client RTT show it within two intervals.
+    fx.env.lab().net().set_link(
+        fx.mon(),
+        fx.env.lab().host("m2"),
+        Impairment::delay(Duration::from_millis(40)),
+    );
+    let took = fx.wait_metrics("m2's RTT above 80 ms", INTERVAL * 3, |m| {
+        [(&peer2, "etcd-peer-probe"), (&client2, "etcd-status")]
+            .iter()
+            .all(|(t, p)| {
+                sample(
+                    m,
+                    "joinguard_probe_last_rtt_seconds",
+                    &[("target", t), ("probe", p)],
+                )
+                .is_some_and(|v| v >= 0.080)
+            })
+    });
+    eprintln!("impairment seen on /metrics after {took:?}");
+    assert!(
+        took <= INTERVAL * 2 + Duration::from_millis(300),
+        "took {took:?}"
+    );
+    // Once the window holds the slow samples, EtcdPeerLatency errs and /readyz says so.
+    fx.wait_metrics(
+        "EtcdPeerLatency error for m2",
+        Duration::from_secs(10),
+        |m| {
+            sample(
+                m,
+                "joinguard_check_status",
+                &[("check", "EtcdPeerLatency"), ("target", &peer2)],
+            ) == Some(2.0)
+        },
+    );
+    let body = fx.wait_ready(503, "EtcdPeerLatency", Duration::from_secs(5));
+    assert!(body.contains(&peer2), "{body}");
+    eprintln!("/readyz while m2 is impaired:\n{body}");
+
+    // Lifted: the RTT recovers within two intervals, the check and /readyz after the window.
+    fx.env.lab().net().set_link(
+        fx.mon(),
+        fx.env.lab().host("m2"),
+        Impairment::delay(Duration::from_millis(1)),
+    );
+    let took = fx.wait_metrics("m2's RTT back below 20 ms", INTERVAL * 3, |m| {
+        sample(
+            m,
+            "joinguard_probe_last_rtt_seconds",
+            &[("target", &peer2), ("probe", "etcd-peer-probe")],
+        )
+        .is_some_and(|v| v < 0.020)
+    });
+    eprintln!("recovery seen on /metrics after {took:?}");
+    assert!(
+        took <= INTERVAL * 2 + Duration::from_millis(300),
+        "took {took:?}"
+    );
+    fx.wait_metrics("EtcdPeerLatency ok for m2", Duration::from_secs(12), |m| {
+        sample(
+            m,
+            "joinguard_check_status",
+            &[("check", "EtcdPeerLatency"), ("target", &peer2)],
+        ) == Some(0.0)
+    });
+    fx.wait_ready(200, "ok", Duration::from_secs(5));
+
+    // A member added to the cluster (etcdctl member add --learner, then started) is probed
+    // without a restart; etcd allows one learner, so EtcdHealth says a join would fail now.
+    let m4_host = fx.env.lab().host("m4").clone();
+    let m4 = fx
+        .env
+        .etcd_mut()
+        .add_learner(&m4_host)
+        .expect("add learner");
+    let peer4 = fx.name("etcd-peer", m4);
+    let took = fx.wait_metrics(
+        "the new member's peer port probed and up",
+        Duration::from_secs(15),
+        |m| sample(m, "joinguard_target_up", &[("target", &peer4)]) == Some(1.0),
+    );
+    eprintln!("new member probed after {took:?}");
+    let body = fx.wait_ready(503, "learner", Duration::from_secs(10));
+    assert!(body.contains("EtcdHealth"), "{body}");
+
+    // A killed member shows as down, on both its ports.
+    fx.env.etcd_mut().kill_member(2).expect("kill m3");
+    let client3 = fx.name("etcd-client", 2);
+    let peer3 = fx.name("etcd-peer", 2);
+    fx.wait_metrics("m3 down", INTERVAL * 4, |m| {
+        [&client3, &peer3]
+            .iter()
+            .all(|t| sample(m, "joinguard_target_up", &[("target", t)]) == Some(0.0))
+    });
+    let m = fx.metrics();
+    assert!(
+        sample(
+            m.as_str(),
+            "joinguard_probe_failures_total",
+            &[("target", &client3), ("probe", "etcd-status")]
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{m}"
+    );
+    let body = fx.wait_ready(503, "unreachable", Duration::from_secs(5));
+    assert!(body.contains(&client3), "{body}");
+    // The others are unaffected.
+    assert_eq!(
+        sample(&m, "joinguard_target_up", &[("target", &peer2)]),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn monitor_bad_config_exits_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let out = Command::new(JOINGUARD)
+            .args(["monitor", "--config"])
+            .arg(&p)
+            .args(["--listen", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let t = "targets:\n  - kind: api-server\n    endpoint: 127.0.0.1:6443\n";
+    let (code, err) = run("typo.yaml", &format!("intervall: 1s\n{t}"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unknown field `intervall`"), "{err}");
+    let (code, err) = run(
+        "nested.yaml",
+        "cluster:\n  etcdEndpoint: [https://127.0.0.1:2379]\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("etcdEndpoint"), "{err}");
+    let (code, err) = run("interval.yaml", &format!("interval: often\n{t}"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("interval") && err.contains("often"), "{err}");
+    let (code, err) = run("shard.yaml", &format!("shard: {{replicas: 3}}\n{t}"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("shard.index") && err.contains("POD_NAME"),
+        "{err}"
+    );
+    let (code, err) = run(
+        "etcd.yaml",
+        "cluster:\n  etcdEndpoints: [https://127.0.0.1:2379]\n  etcdCert: /nonexistent.crt\n  etcdKey: /nonexistent.key\n  etcdCacert: /nonexistent-ca.crt\n",
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("nonexistent"), "{err}");
+    let out = Command::new(JOINGUARD)
+        .args(["monitor", "--config", "/nonexistent/monitor.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/monitor.yaml"));
+}
+
+/// A static target on loopback: /healthz is 200 at once, and a target that refuses shows as
+/// down with `reason="refused"`, while a listening one is up, over the real binary.
+#[test]
+fn monitor_static_targets_on_loopback() {
+    let up = TcpListener::bind("127.0.0.1:0").unwrap();
+    let up_port = up.local_addr().unwrap().port();
+    let down_port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    std::thread::spawn(move || {
+        for s in up.incoming().flatten() {
+            drop(s);
+        }
+    });
+    let listen = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("monitor.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "interval: 200ms\ntargets:\n  - {{name: up, kind: api-server, endpoint: 127.0.0.1:{up_port}}}\n  - {{name: down, kind: api-server, endpoint: 127.0.0.1:{down_port}}}\n"
+        ),
+    )
+    .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = Kill(
+        Command::new(JOINGUARD)
+            .args(["monitor", "--config"])
+            .arg(&cfg)
+            .args(["--listen", &listen.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let fetch = |path: &str| -> Option<(u16, String)> {
+        let mut s = TcpStream::connect_timeout(&listen, Duration::from_secs(1)).ok()?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+            .ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        let (head, body) = buf.split_once("\r\n\r\n")?;
+        Some((
+            head.split_whitespace().nth(1)?.parse().ok()?,
+            body.to_string(),
+        ))
+    };
+    let t0 = Instant::now();
+    let metrics = loop {
+        if let Some((200, m)) = fetch("/metrics") {
+            if sample(&m, "joinguard_target_up", &[("target", "down")]).is_some()
+                && sample(&m, "joinguard_target_up", &[("target", "up")]).is_some()
+            {
+                break m;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no target_up series"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(fetch("/healthz").map(|r| r.0), Some(200));
+    assert_eq!(
+        sample(&metrics, "joinguard_target_up", &[("target", "up")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&metrics, "joinguard_target_up", &[("target", "down")]),
+        Some(0.0)
+    );
+    assert!(sample(
+        &metrics,
+        "joinguard_probe_failures_total",
+        &[
+            ("target", "down"),
+            ("probe", "tcp-connect"),
+            ("reason", "refused")
+        ]
+    )
+    .is_some_and(|v| v >= 1.0));
+    assert_eq!(fetch("/nope").map(|r| r.0), Some(404));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deployment manifests.
+
+/// Just enough of the API server's discovery for kubectl to map the manifests' kinds to
+/// resources (kubectl's client-side dry run still asks the server which resources exist).
+fn discovery_stand_in() -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(false).unwrap();
+    let res = |name: &str, kind: &str, namespaced: bool| {
+        serde_json::json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
+    };
+    let core = serde_json::json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1",
+        "resources": [res("namespaces", "Namespace", false), res("configmaps", "ConfigMap", true),
+                      res("services", "Service", true)]});
+    let apps = serde_json::json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+        "resources": [res("daemonsets", "DaemonSet", true), res("statefulsets", "StatefulSet", true),
+                      res("deployments", "Deployment", true)]});
+    let api = serde_json::json!({"kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr.to_string()}]});
+    let gv = serde_json::json!({"groupVersion": "apps/v1", "version": "v1"});
+    let apis = serde_json::json!({"kind": "APIGroupList", "apiVersion": "v1",
+        "groups": [{"name": "apps", "versions": [gv], "preferredVersion": gv}]});
+    let h = std::thread::spawn(move || {
+        l.set_nonblocking(true).unwrap();
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            let (mut s, _) = match l.accept() {
+                Ok(c) => c,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut buf = [0u8; 8192];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let path = req
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("")
+                .split('?')
+                .next()
+                .unwrap_or("");
+            let (status, body) = match path {
+                "/api" => (200, api.to_string()),
+                "/apis" => (200, apis.to_string()),
+                "/api/v1" => (200, core.to_string()),
+                "/apis/apps/v1" => (200, apps.to_string()),
+                _ => (404, "{}".to_string()),
+            };
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    (addr, h)
+}
+
+fn yaml_docs(path: &Path) -> Vec<serde_yaml::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &serde_yaml::Value| !v.is_null())
+        .collect()
+}
+
+fn kind_of(v: &serde_yaml::Value) -> &str {
+    v["kind"].as_str().unwrap_or("")
+}
+
+#[test]
+fn deploy_manifests_pass_kubectl_dry_run_and_schema() {
+    let deploy = manifest_dir().join("../../deploy");
+    let (addr, _h) = discovery_stand_in();
+    for file in ["monitor-daemonset.yaml", "monitor-management.yaml"] {
+        let path = deploy.join(file);
+        let docs = yaml_docs(&path);
+        // Built-in kinds through kubectl's client-side dry run (no schema download: the stand-in
+        // has none, so --validate=false), the CRD kind checked below.
+        let builtin: Vec<&serde_yaml::Value> = docs
+            .iter()
+            .filter(|d| kind_of(d) != "ServiceMonitor")
+            .collect();
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let mut text = String::new();
+        for d in &builtin {
+            text.push_str("---\n");
+            text.push_str(&serde_yaml::to_string(d).unwrap());
+        }
+        std::fs::write(tmp.path(), &text).unwrap();
+        let out = Command::new("kubectl")
+            .args([
+                "create",
+                "--dry-run=client",
+                "--validate=false",
+                "-o",
+                "yaml",
+                "-s",
+            ])
+            .arg(format!("http://{addr}"))
+            .arg("-f")
+            .arg(tmp.path())
+            .output()
+            .expect("kubectl");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "kubectl create --dry-run=client {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed: Vec<String> = serde_yaml::Deserializer::from_str(&stdout)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .filter(|v: &serde_yaml::Value| !v.is_null())
+            .map(|v| kind_of(&v).to_string())
+            .collect();
+        let given: Vec<String> = builtin.iter().map(|d| kind_of(d).to_string()).collect();
+        assert_eq!(printed, given, "{file}: kubectl printed\n{stdout}");
+        // Schema: every field of every built-in object is known to Kubernetes 1.32 (strict, so a
+        // misspelled field fails).
+        let out = Command::new("kubernetes-validate")
+            .args(["--strict", "--quiet", "-k", "1.32.0"])
+            .arg(tmp.path())
+            .output()
+            .expect("kubernetes-validate (scripts/setup installs it)");
+        assert!(
+            out.status.success(),
+            "{file}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        // The ServiceMonitor (a CRD kind: kubectl cannot check it without the CRD): its fields.
+        let sm = docs
+            .iter()
+            .find(|d| kind_of(d) == "ServiceMonitor")
+            .expect("ServiceMonitor");
+        assert_eq!(sm["apiVersion"].as_str(), Some("monitoring.coreos.com/v1"));
+        let svc = docs
+            .iter()
+            .find(|d| kind_of(d) == "Service")
+            .expect("Service");
+        assert_eq!(
+            svc["spec"]["publishNotReadyAddresses"].as_bool(),
+            Some(true)
+        );
+        let sel = &sm["spec"]["selector"]["matchLabels"];
+        assert_eq!(
+            sel, &svc["metadata"]["labels"],
+            "{file}: ServiceMonitor selects the Service"
+        );
+        let ep = &sm["spec"]["endpoints"][0];
+        assert_eq!(ep["port"], svc["spec"]["ports"][0]["name"]);
+        assert!(ep["interval"].as_str().is_some());
+
+        let workload = docs
+            .iter()
+            .find(|d| matches!(kind_of(d), "DaemonSet" | "StatefulSet" | "Deployment"))
+            .unwrap();
+        let pod = &workload["spec"]["template"]["spec"];
+        let c = &pod["containers"][0];
+        assert_eq!(
+            c["livenessProbe"]["httpGet"]["path"].as_str(),
+            Some("/healthz")
+        );
+        assert_eq!(
+            c["readinessProbe"]["httpGet"]["path"].as_str(),
+            Some("/readyz")
+        );
+        let caps = &c["securityContext"]["capabilities"];
+        assert_eq!(caps["add"].as_sequence().map(Vec::len), Some(1));
+        assert_eq!(caps["add"][0].as_str(), Some("NET_RAW"));
+        assert_eq!(caps["drop"][0].as_str(), Some("ALL"));
+        // The config the ConfigMap carries is a valid monitor.yaml.
+        let cm = docs.iter().find(|d| kind_of(d) == "ConfigMap").unwrap();
+        let cfg = cm["data"]["monitor.yaml"].as_str().unwrap();
+        let pod_env = |k: &str| (k == "POD_NAME").then(|| "joinguard-fleet-monitor-1".to_string());
+        if let Err(e) = joinguard_core::monitor::MonitorConfig::parse(cfg, file, &pod_env) {
+            panic!("{file}: monitor.yaml in the ConfigMap: {e}");
+        }
+        if kind_of(workload) == "DaemonSet" {
+            assert_eq!(pod["hostNetwork"].as_bool(), Some(true));
+            assert!(pod["tolerations"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .any(|t| t["key"] == "node-role.kubernetes.io/control-plane"));
+            assert!(pod["nodeSelector"]["node-role.kubernetes.io/control-plane"].is_string());
+            for m in c["volumeMounts"].as_sequence().unwrap() {
+                assert_eq!(m["readOnly"].as_bool(), Some(true), "{m:?}");
+            }
+            let paths: Vec<&str> = pod["volumes"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v["hostPath"]["path"].as_str())
+                .collect();
+            assert!(paths.contains(&"/etc/kubernetes/pki/etcd"), "{paths:?}");
+        } else {
+            assert_eq!(workload["spec"]["replicas"].as_u64(), Some(3));
+            assert!(
+                cfg.contains("replicas: 3"),
+                "shard.replicas matches the replicas"
+            );
+        }
+    }
+}

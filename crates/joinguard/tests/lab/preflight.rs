@@ -1,0 +1,561 @@
+//! `joinguard preflight` end to end: the real binary, run inside the joiner host of a netlab lab,
+//! against a real etcd cluster with mTLS. Each test asserts what an operator sees: the exit code,
+//! the verdict, the check that failed and the target it names.
+//!
+//! Tests whose name contains `etcd` run twice in CI, once per etcd version.
+
+use std::time::{Duration, Instant};
+
+use netlab::etcd::EtcdCluster;
+use netlab::harness::{self, EnvBuilder, LabEnv, Run, RUN_TIMEOUT};
+use netlab::{labtest, Impairment};
+use serde_json::Value;
+
+use crate::JOINGUARD;
+
+/// joiner + `members` etcd members (m1..), plus `spare` hosts without etcd; 1 ms each way
+/// between the joiner and every member (2 ms RTT).
+fn lab(members: usize, spare: usize) -> EnvBuilder {
+    crate::lab()
+        .members(members)
+        .spare_hosts(spare)
+        .joiner_delay(Duration::from_millis(1))
+}
+
+/// What these tests do with a lab: preflight against its etcd members from the joiner.
+trait PreflightLab {
+    /// Keys under joinguard's prefixes, as etcdctl sees them from the joiner. An etcdctl failure
+    /// panics: it must never read as "zero keys".
+    fn joinguard_keys(&self) -> u64;
+    fn tls_args(&self) -> Vec<String>;
+    fn preflight(&self, extra: &[&str]) -> Run;
+    fn preflight_json(&self, extra: &[&str]) -> (Run, Value);
+}
+
+impl PreflightLab for LabEnv {
+    fn joinguard_keys(&self) -> u64 {
+        let out = self
+            .etcd()
+            .etcdctl(self.joiner())
+            .args([
+                "get",
+                "--prefix",
+                "/joinguard/",
+                "--keys-only",
+                "-w",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "etcdctl json ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        v["count"].as_u64().unwrap_or(0)
+    }
+
+    fn tls_args(&self) -> Vec<String> {
+        let id = self.etcd().client_identity();
+        vec![
+            "--etcd-endpoints".into(),
+            self.etcd().client_endpoints().join(","),
+            "--etcd-cacert".into(),
+            id.ca.display().to_string(),
+            "--etcd-cert".into(),
+            id.cert.display().to_string(),
+            "--etcd-key".into(),
+            id.key.display().to_string(),
+        ]
+    }
+
+    fn preflight(&self, extra: &[&str]) -> Run {
+        let mut args = vec!["preflight".to_string()];
+        args.extend(self.tls_args());
+        args.extend(extra.iter().map(|a| a.to_string()));
+        self.run(args)
+    }
+
+    fn preflight_json(&self, extra: &[&str]) -> (Run, Value) {
+        let mut args = vec!["-o", "json"];
+        args.extend_from_slice(extra);
+        let run = self.preflight(&args);
+        let v = run.json();
+        (run, v)
+    }
+}
+
+fn checks<'a>(v: &'a Value, name: &str) -> Vec<&'a Value> {
+    v["checks"]
+        .as_array()
+        .expect("checks array")
+        .iter()
+        .filter(|c| c["name"] == name)
+        .collect()
+}
+
+fn measurement<'a>(v: &'a Value, target: &str, probe: &str) -> Option<&'a Value> {
+    v["measurements"]
+        .as_array()?
+        .iter()
+        .find(|m| m["target"] == target && m["probe"] == probe)
+}
+
+/// Committed proposals once the cluster has settled: a fresh cluster still commits its own
+/// start-up entries (member attributes, cluster version) for a moment after it is healthy.
+fn settled_proposals(etcd: &EtcdCluster) -> f64 {
+    let mut last = proposals(etcd);
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = proposals(etcd);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    panic!("etcd kept committing proposals while idle");
+}
+
+fn proposals(etcd: &EtcdCluster) -> f64 {
+    (0..etcd.members().len())
+        .map(|i| {
+            etcd.metric_sum(i, "etcd_server_proposals_committed_total")
+                .expect("metrics")
+        })
+        .sum()
+}
+
+labtest!(
+    etcd_preflight_healthy_cluster_is_fit_accurate_and_writes_nothing,
+    lab(3, 0),
+    |fx| {
+        let truth: Vec<f64> = fx.lab().hosts()[1..]
+            .iter()
+            .map(|m| {
+                netlab::measure::ping(fx.joiner(), m, 20, Duration::from_millis(5))
+                    .unwrap()
+                    .median_ms
+            })
+            .collect();
+        let before = settled_proposals(fx.etcd());
+        let (run, v) = fx.preflight_json(&[]);
+        let after = proposals(fx.etcd());
+        crate::schema::assert_valid("preflight", &run);
+        assert_eq!(run.code, 0, "{run}");
+        assert_eq!(v["verdict"], "fit");
+        assert_eq!(v["schemaVersion"], 2);
+        for (m, truth) in fx.lab().hosts()[1..].iter().zip(truth) {
+            let client = format!("{}:2379", m.addr());
+            let icmp = measurement(&v, &client, "icmp-echo")
+                .unwrap_or_else(|| panic!("no icmp for {client}: {run}"));
+            let p50 = icmp["p50Ms"].as_f64().unwrap();
+            assert!(
+                (p50 - truth).abs() <= 0.5_f64.max(truth * 0.02),
+                "{client}: reported p50 {p50:.3} ms, fabric truth {truth:.3} ms"
+            );
+            assert!(measurement(&v, &client, "etcd-status").is_some(), "{run}");
+            let peer = format!("{}:2380", m.addr());
+            let pc = checks(&v, "EtcdPeerLatency");
+            assert!(
+                pc.iter()
+                    .any(|c| c["target"] == peer.as_str() && c["status"] == "ok"),
+                "{peer}: {pc:?}"
+            );
+        }
+        // The product's promise: by default nothing is written to etcd. Not one committed proposal.
+        assert_eq!(
+            before,
+            after,
+            "preflight committed {} proposals",
+            after - before
+        );
+        // The text report, too, is kubeadm-shaped.
+        let text = fx.preflight(&[]);
+        assert_eq!(text.code, 0, "{text}");
+        assert!(
+            text.stdout.contains("[preflight] All checks passed"),
+            "{text}"
+        );
+    }
+);
+
+labtest!(
+    etcd_preflight_one_slow_member_is_named_and_can_be_ignored,
+    lab(3, 0),
+    |fx| {
+        let m2 = fx.lab().host("m2");
+        fx.lab().net().set_link(
+            fx.joiner(),
+            m2,
+            Impairment::delay(Duration::from_millis(40)),
+        );
+        let (run, v) = fx.preflight_json(&[]);
+        assert_eq!(run.code, 1, "{run}");
+        assert_eq!(v["verdict"], "unfit");
+        crate::schema::assert_valid("preflight", &run);
+        let slow_peer = format!("{}:2380", m2.addr());
+        for c in checks(&v, "EtcdPeerLatency") {
+            let want = if c["target"] == slow_peer.as_str() {
+                "error"
+            } else {
+                "ok"
+            };
+            assert_eq!(c["status"], want, "{c}");
+        }
+        let text = fx.preflight(&[]);
+        assert_eq!(text.code, 1);
+        let line = text
+            .stdout
+            .lines()
+            .find(|l| l.contains("[ERROR EtcdPeerLatency]"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            line.contains(&slow_peer) && line.contains("heartbeat"),
+            "{line}"
+        );
+
+        let ignored = fx.preflight(&["--ignore-preflight-errors=EtcdPeerLatency"]);
+        assert_eq!(ignored.code, 0, "{ignored}");
+        assert!(
+            ignored.stdout.contains("[WARNING EtcdPeerLatency]"),
+            "an ignored error is shown as a warning: {ignored}"
+        );
+    }
+);
+
+labtest!(
+    preflight_dark_member_fails_within_the_timeout_and_is_named,
+    lab(3, 0),
+    |fx| {
+        let m3 = fx.lab().host("m3");
+        fx.lab()
+            .net()
+            .set_link(fx.joiner(), m3, Impairment::blackout());
+        let run = fx.preflight(&["--timeout", "8s"]);
+        assert_eq!(run.code, 1, "{run}");
+        assert!(run.took < Duration::from_secs(9), "took {:?}", run.took);
+        let dark = m3.addr().to_string();
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.contains("[ERROR") && l.contains(&dark) && l.contains("unreachable")),
+            "{run}"
+        );
+    }
+);
+
+labtest!(
+    preflight_loss_warns_at_3_percent_and_fails_at_10,
+    lab(1, 0),
+    |fx| {
+        let m1 = fx.lab().host("m1");
+        let lossy = |p: f64| Impairment::delay(Duration::from_millis(1)).with_loss(p);
+        fx.lab().net().set(fx.joiner(), m1, lossy(0.03));
+        let (run, v) = fx.preflight_json(&[]);
+        let loss = checks(&v, "PacketLoss");
+        assert!(loss.iter().any(|c| c["status"] == "warning"), "3%: {run}");
+        assert!(loss.iter().all(|c| c["status"] != "error"), "3%: {run}");
+        assert_eq!(run.code, 0, "3% loss is a warning, not an error: {run}");
+
+        fx.lab().net().set(fx.joiner(), m1, lossy(0.10));
+        let (run, v) = fx.preflight_json(&[]);
+        assert_eq!(run.code, 1, "10%: {run}");
+        assert!(
+            checks(&v, "PacketLoss")
+                .iter()
+                .any(|c| c["status"] == "error"),
+            "{run}"
+        );
+    }
+);
+
+labtest!(
+    etcd_preflight_names_an_existing_learner,
+    lab(3, 1),
+    |mut fx| {
+        let m4 = fx.lab().host("m4").clone();
+        fx.etcd_mut().add_learner(&m4).expect("learner");
+        fx.etcd()
+            .wait_healthy(Duration::from_secs(30))
+            .expect("healthy with learner");
+        let run = fx.preflight(&[]);
+        assert_eq!(run.code, 1, "{run}");
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.contains("[ERROR EtcdHealth]") && l.contains("learner"))
+            .unwrap_or_else(|| panic!("{run}"));
+        assert!(
+            line.contains("m4") && line.contains("too many learner members"),
+            "{line}"
+        );
+    }
+);
+
+labtest!(etcd_preflight_write_probe_leaves_no_keys, lab(3, 0), |fx| {
+    let before = proposals(fx.etcd());
+    let run = fx.preflight(&["--write-probe", "--node-name", "cp-new"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(proposals(fx.etcd()) > before, "the write probe did write");
+    let left = fx.joinguard_keys();
+    assert_eq!(left, 0, "keys left: {left}");
+});
+
+labtest!(
+    preflight_wait_succeeds_once_the_path_recovers,
+    lab(1, 0),
+    |fx| {
+        let m1 = fx.lab().host("m1");
+        fx.lab().net().set_link(
+            fx.joiner(),
+            m1,
+            Impairment::delay(Duration::from_millis(60)),
+        );
+        let run = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_secs(4));
+                fx.lab().net().set_link(
+                    fx.joiner(),
+                    m1,
+                    Impairment::delay(Duration::from_millis(1)),
+                );
+            });
+            fx.preflight(&["--wait", "30s", "--timeout", "5s"])
+        });
+        assert_eq!(run.code, 0, "{run}");
+        assert!(
+            run.stderr.contains("not fit"),
+            "progress is shown while waiting: {run}"
+        );
+
+        fx.lab().net().set_link(
+            fx.joiner(),
+            m1,
+            Impairment::delay(Duration::from_millis(60)),
+        );
+        let run = fx.preflight(&["--wait", "5s", "--timeout", "3s"]);
+        assert_eq!(run.code, 1, "{run}");
+        assert!(
+            run.took < Duration::from_secs(9),
+            "the wait ends at its deadline: {run}"
+        );
+        assert!(run.stdout.contains("[ERROR "), "{run}");
+    }
+);
+
+labtest!(preflight_no_false_verdicts, lab(1, 0), |fx| {
+    let m1 = fx.lab().host("m1");
+    let net = fx.lab().net();
+    // A healthy link with 1% loss and +-20% jitter: never an error.
+    let noisy = Impairment::delay(Duration::from_millis(1))
+        .with_uniform_jitter(Duration::from_micros(200))
+        .with_loss(0.01);
+    net.set_link(fx.joiner(), m1, noisy.clone());
+    let mut false_errors = Vec::new();
+    for i in 0..30 {
+        let run = fx.preflight(&[]);
+        if run.code != 0 {
+            false_errors.push(format!("run {i}: {run}"));
+        }
+    }
+    assert!(
+        false_errors.is_empty(),
+        "{} false errors:\n{}",
+        false_errors.len(),
+        false_errors.join("\n")
+    );
+
+    // One 500 ms spike during a run: no error, wherever in the run it falls. Everything behind
+    // the delayed packet queues for 500 ms, so a whole ICMP batch comes back late: that is a
+    // stall, not loss.
+    for at in [250, 700, 1200, 1800] {
+        let spike = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(at));
+                net.set(
+                    m1,
+                    fx.joiner(),
+                    Impairment::delay(Duration::from_millis(500)),
+                );
+                std::thread::sleep(Duration::from_millis(3));
+                net.set(m1, fx.joiner(), noisy.clone());
+            });
+            fx.preflight(&[])
+        });
+        assert_eq!(
+            spike.code, 0,
+            "a spike {at} ms into the run failed it: {spike}"
+        );
+    }
+
+    // Twice the error threshold (effective RTT 133 ms against 66.7 ms): an error every time.
+    net.set_link(
+        fx.joiner(),
+        m1,
+        Impairment::delay(Duration::from_micros(66_700)),
+    );
+    let mut misses = Vec::new();
+    for i in 0..30 {
+        let run = fx.preflight(&[]);
+        if run.code != 1 || !run.stdout.contains("[ERROR EtcdPeerLatency]") {
+            misses.push(format!("run {i}: {run}"));
+        }
+    }
+    assert!(
+        misses.is_empty(),
+        "{} misses:\n{}",
+        misses.len(),
+        misses.join("\n")
+    );
+});
+
+labtest!(
+    etcd_preflight_untrusted_ca_is_a_trust_failure,
+    lab(1, 0),
+    |fx| {
+        let other = netlab::pki::TestCa::new("some other cluster").unwrap();
+        let ca = other.write_ca(fx.lab().dir(), "other-ca").unwrap();
+        let id = fx.etcd().client_identity();
+        let mut cmd = fx.joiner().command(JOINGUARD);
+        cmd.args(["preflight", "--etcd-endpoints"])
+            .arg(fx.etcd().client_endpoints().join(","))
+            .arg("--etcd-cacert")
+            .arg(&ca)
+            .arg("--etcd-cert")
+            .arg(&id.cert)
+            .arg("--etcd-key")
+            .arg(&id.key);
+        let run = harness::run(&mut cmd, RUN_TIMEOUT);
+        assert_eq!(run.code, 3, "{run}");
+        assert!(
+            run.stderr.contains("trust failure")
+                && run.stderr.contains("not signed by the given CA"),
+            "{run}"
+        );
+    }
+);
+
+#[test]
+fn preflight_bad_input_gets_exit_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = netlab::pki::TestCa::new("ca").unwrap();
+    let ca_path = ca.write_ca(dir.path(), "ca").unwrap();
+    let a = ca.issue(&netlab::pki::CertSpec::client("a", None)).unwrap();
+    let b = ca.issue(&netlab::pki::CertSpec::client("b", None)).unwrap();
+    let (a_crt, _a_key) = a.write(dir.path(), "a").unwrap();
+    let (_b_crt, b_key) = b.write(dir.path(), "b").unwrap();
+    let (ca_s, a_s, bk_s) = (
+        ca_path.display().to_string(),
+        a_crt.display().to_string(),
+        b_key.display().to_string(),
+    );
+    let missing = dir.path().join("nope.crt").display().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--etcd-endpoints", "https://10.0.0.1:notaport"],
+            "--etcd-endpoints",
+        ),
+        (
+            vec!["--etcd-endpoints", "ftp://10.0.0.1:2379"],
+            "--etcd-endpoints",
+        ),
+        (
+            vec![
+                "--etcd-endpoints",
+                "https://198.18.0.2:2379",
+                "--etcd-cacert",
+                &missing,
+            ],
+            "--etcd-cacert",
+        ),
+        (
+            vec![
+                "--etcd-endpoints",
+                "https://198.18.0.2:2379",
+                "--etcd-cacert",
+                &ca_s,
+                "--etcd-cert",
+                &a_s,
+                "--etcd-key",
+                &bk_s,
+            ],
+            "does not match",
+        ),
+        (
+            vec![
+                "--etcd-endpoints",
+                "http://198.18.0.2:2379",
+                "--etcd-cacert",
+                &ca_s,
+            ],
+            "http URL",
+        ),
+        (
+            vec![
+                "--etcd-endpoints",
+                "https://198.18.0.2:2379",
+                "--ignore-preflight-errors",
+                "EtcdPeerLatnecy",
+            ],
+            "--ignore-preflight-errors",
+        ),
+        (
+            vec![
+                "--etcd-endpoints",
+                "https://198.18.0.2:2379",
+                "--timeout",
+                "soon",
+            ],
+            "--timeout",
+        ),
+        (vec![], "nothing to check"),
+    ];
+    for (args, want) in cases {
+        let run = harness::run(
+            std::process::Command::new(JOINGUARD)
+                .arg("preflight")
+                .args(&args),
+            RUN_TIMEOUT,
+        );
+        assert_eq!(run.code, 2, "{args:?}: {run}");
+        assert!(
+            run.stderr.contains(want),
+            "{args:?}: stderr must mention {want:?}: {run}"
+        );
+        assert!(!run.stderr.contains("panicked"), "{args:?}: {run}");
+        assert!(
+            run.took < Duration::from_secs(2),
+            "{args:?} took {:?}",
+            run.took
+        );
+    }
+}
+
+labtest!(
+    etcd_preflight_write_probe_killed_mid_run_leaves_nothing_after_the_ttl,
+    lab(1, 0),
+    |fx| {
+        // The write probe runs after the measurements (about 0.3 to 1 s in); kill -9 at staggered
+        // points across that window so some kills land between the put and the revoke.
+        for delay_ms in [300u64, 500, 700, 900] {
+            let mut cmd = fx.joiner().command(JOINGUARD);
+            cmd.arg("preflight")
+                .args(fx.tls_args())
+                .args(["--write-probe", "--node-name", "killed"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = cmd.spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let count = || fx.joinguard_keys();
+        // The lease TTL is 10 s; etcd may add an election timeout (1 s) after a leader change.
+        let deadline = Instant::now() + Duration::from_secs(14);
+        while count() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        assert_eq!(count(), 0, "write-probe keys outlived their lease");
+    }
+);
