@@ -1,0 +1,475 @@
+//! The etcd learner library (`joinguard::learner`) on real 3-member etcd clusters in netlab:
+//! cleanup of leftover members made with the real `etcdctl member add`, promotion of a started
+//! learner, and a promotion whose answer the forwarder drops after etcd applied it. Each test
+//! asserts the outcome a user would see and the writes etcd counted
+//! (`grpc_server_started_total{grpc_method=...}` on every member's `/metrics`).
+//!
+//! Tests whose name contains `etcd` run twice in CI, once per etcd version.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use joinguard::learner::{
+    cleanup, promote, CleanupOutcome, CleanupSpec, EtcdAccess, MemberState, NodeRef, Progress,
+    PromoteOutcome, PromoteSpec,
+};
+use joinguard::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use netlab::etcd::{output_within, EtcdCluster, EtcdSpec};
+use netlab::{Host, Impairment, Lab};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One lab at a time: several 3-member clusters on 2 cores would disturb each other.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Fixture {
+    etcd: EtcdCluster,
+    lab: Lab,
+}
+
+impl Fixture {
+    /// joiner, m1..m3 running etcd, m4 without etcd (the node whose join failed).
+    fn new() -> Fixture {
+        let lab = Lab::builder()
+            .hosts(["joiner", "m1", "m2", "m3", "m4"])
+            .build()
+            .expect("lab");
+        let hosts: Vec<&Host> = lab.hosts()[1..=3].iter().collect();
+        let etcd = EtcdCluster::start(&lab, &hosts, &EtcdSpec::default()).expect("etcd");
+        etcd.wait_healthy(Duration::from_secs(30))
+            .expect("etcd healthy");
+        Fixture { etcd, lab }
+    }
+
+    fn joiner(&self) -> &Host {
+        self.lab.host("joiner")
+    }
+
+    fn m4(&self) -> &Host {
+        self.lab.host("m4")
+    }
+
+    fn access(&self) -> EtcdAccess {
+        let id = self.etcd.client_identity();
+        EtcdAccess {
+            endpoints: self.etcd.members()[..3]
+                .iter()
+                .map(|m| m.client_url().to_string())
+                .collect(),
+            ca: CaBundle::load(TlsFlag::EtcdCacert, &id.ca).expect("ca"),
+            identity: Some(ClientIdentity::load(&id.cert, &id.key).expect("identity")),
+        }
+    }
+
+    /// m4 as kubeadm names it: node name `m4`, advertise address m4's.
+    fn m4_node(&self) -> NodeRef {
+        NodeRef::new(Some("m4"), Some(self.m4().addr().into()))
+    }
+
+    /// Real etcdctl, from the joiner; panics with stderr on failure.
+    fn etcdctl(&self, args: &[&str]) -> String {
+        let mut cmd = self.etcd.etcdctl_to(
+            self.joiner(),
+            &self.etcd.members()[..1]
+                .iter()
+                .map(|m| m.client_url().to_string())
+                .collect::<Vec<_>>(),
+        );
+        cmd.args(args);
+        let out = output_within(&mut cmd, Duration::from_secs(20)).expect("etcdctl");
+        assert!(
+            out.status.success(),
+            "etcdctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `etcdctl member add m4 [--learner] --peer-urls=https://<m4>:2380`, never started.
+    /// Retried while etcd says "unhealthy cluster" (members connected < 5 s ago).
+    fn add_unstarted(&self, learner: bool) -> u64 {
+        let peer = format!("--peer-urls=https://{}:2380", self.m4().addr());
+        let mut args = vec!["member", "add", "m4", peer.as_str()];
+        if learner {
+            args.push("--learner");
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut cmd = self.etcd.etcdctl(self.joiner());
+            cmd.args(&args);
+            let out = output_within(&mut cmd, Duration::from_secs(20)).expect("etcdctl");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                // "Member 8e9e05c52164694d added to cluster ..."
+                let hex = text
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("member add output: {text}"));
+                return u64::from_str_radix(hex, 16).expect("member id");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "member add: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// Waits until the learner on m4 (index 3) has the leader's raft index, from `etcdctl
+    /// endpoint status` on both.
+    fn wait_learner_caught_up(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let index = |url: &str| -> Option<u64> {
+            let mut cmd = self.etcd.etcdctl_to(self.joiner(), &[url.to_string()]);
+            cmd.args(["endpoint", "status", "-w", "json"]);
+            let out = output_within(&mut cmd, Duration::from_secs(10)).ok()?;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            // etcdctl's JSON printer spells it `raftIndex`.
+            v[0]["Status"]["raftIndex"].as_u64()
+        };
+        loop {
+            let leader = self.etcd.leader().expect("leader");
+            let l = index(self.etcd.member(leader).client_url());
+            let m = index(self.etcd.member(3).client_url());
+            if let (Some(l), Some(m)) = (l, m) {
+                if m >= l {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "learner never caught up: {l:?} vs {m:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Member ids etcdctl lists (hex, as etcdctl prints them).
+    fn member_ids(&self) -> Vec<String> {
+        self.etcdctl(&["member", "list"])
+            .lines()
+            .filter_map(|l| l.split(',').next().map(|s| s.trim().to_string()))
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// The sum over running members of `grpc_server_started_total` for `method`: every call
+    /// etcd received, whatever its answer.
+    fn calls(&self, method: &str) -> u64 {
+        let needle = format!("grpc_method=\"{method}\"");
+        self.etcd
+            .running()
+            .into_iter()
+            .map(|i| {
+                let text = self.etcd.metrics(i).expect("metrics");
+                text.lines()
+                    .filter(|l| l.starts_with("grpc_server_started_total{") && l.contains(&needle))
+                    .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                    .sum::<f64>() as u64
+            })
+            .sum()
+    }
+
+    fn run_cleanup(&self, spec: &CleanupSpec) -> (CleanupOutcome, Vec<String>) {
+        let seen = Mutex::new(Vec::new());
+        let sink = |p: &Progress| seen.lock().unwrap().push(p.to_string());
+        let out = self
+            .joiner()
+            .block_on(|| async { cleanup(spec, &sink).await })
+            .expect("block_on")
+            .expect("cleanup");
+        (out, seen.into_inner().unwrap())
+    }
+
+    fn cleanup_spec(&self, node: NodeRef, member_id: Option<u64>, dry_run: bool) -> CleanupSpec {
+        CleanupSpec {
+            access: self.access(),
+            node,
+            member_id,
+            dry_run,
+            timeout: Duration::from_secs(30),
+            per_attempt: None,
+        }
+    }
+
+    fn promote_spec(&self) -> PromoteSpec {
+        PromoteSpec {
+            access: self.access(),
+            node: self.m4_node(),
+            timeout: Duration::from_secs(60),
+            per_attempt: None,
+        }
+    }
+}
+
+#[test]
+fn cleanup_etcd_removes_an_unstarted_member_once_and_a_second_run_writes_nothing() {
+    let _g = serial();
+    let f = Fixture::new();
+    let id = f.add_unstarted(false);
+    assert_eq!(f.member_ids().len(), 4);
+
+    let (dry, _) = f.run_cleanup(&f.cleanup_spec(f.m4_node(), None, true));
+    match &dry {
+        CleanupOutcome::WouldRemove { member, quorum } => {
+            assert_eq!(member.id, id);
+            assert_eq!(member.state, MemberState::Unstarted);
+            let q = quorum.expect("an unstarted voter counts toward quorum");
+            assert_eq!((q.voters, q.voters_after, q.answering), (4, 3, 3));
+        }
+        other => panic!("dry run: {other:?}"),
+    }
+    assert_eq!(f.calls("MemberRemove"), 0, "a dry run writes nothing");
+    assert_eq!(f.member_ids().len(), 4);
+
+    let (first, events) = f.run_cleanup(&f.cleanup_spec(f.m4_node(), None, false));
+    match &first {
+        CleanupOutcome::Removed { member, .. } => {
+            assert_eq!(member.id, id);
+            assert_eq!(member.state, MemberState::Unstarted);
+        }
+        other => panic!("cleanup: {other:?}"),
+    }
+    assert!(events
+        .iter()
+        .any(|e| e.starts_with("removing unstarted member")));
+    assert_eq!(f.member_ids().len(), 3);
+    assert_eq!(f.calls("MemberRemove"), 1);
+
+    let (second, _) = f.run_cleanup(&f.cleanup_spec(f.m4_node(), None, false));
+    match &second {
+        CleanupOutcome::NothingToDo(msg) => assert!(msg.contains("nothing to remove"), "{msg}"),
+        other => panic!("second cleanup: {other:?}"),
+    }
+    assert_eq!(
+        f.calls("MemberRemove"),
+        1,
+        "the second run sent no MemberRemove"
+    );
+}
+
+#[test]
+fn cleanup_etcd_removes_a_stale_learner() {
+    let _g = serial();
+    let f = Fixture::new();
+    let id = f.add_unstarted(true);
+    let (out, _) = f.run_cleanup(&f.cleanup_spec(f.m4_node(), None, false));
+    match &out {
+        CleanupOutcome::Removed { member, quorum, .. } => {
+            assert_eq!(member.id, id);
+            assert_eq!(member.state, MemberState::Learner);
+            assert_eq!(*quorum, None, "a learner never counts toward quorum");
+        }
+        other => panic!("cleanup: {other:?}"),
+    }
+    assert_eq!(f.member_ids().len(), 3);
+    assert_eq!(f.calls("MemberRemove"), 1);
+}
+
+#[test]
+fn cleanup_etcd_refuses_a_started_voter_by_name_and_by_member_id() {
+    let _g = serial();
+    let f = Fixture::new();
+    let m1 = f.lab.host("m1");
+    let (by_name, _) = f.run_cleanup(&f.cleanup_spec(
+        NodeRef::new(Some("m1"), Some(m1.addr().into())),
+        None,
+        false,
+    ));
+    let CleanupOutcome::Refused(msg) = &by_name else {
+        panic!("by name: {by_name:?}")
+    };
+    assert!(
+        msg.contains("is a started voter: cleanup never removes one"),
+        "{msg}"
+    );
+    assert!(msg.contains("kubeadm join phase control-plane-join mark-control-plane"));
+    let m1_id = u64::from_str_radix(&f.member_ids()[0], 16).unwrap();
+    let (by_id, _) = f.run_cleanup(&f.cleanup_spec(f.m4_node(), Some(m1_id), false));
+    assert!(
+        matches!(&by_id, CleanupOutcome::Refused(m) if m.contains("started voter")),
+        "{by_id:?}"
+    );
+    assert_eq!(f.calls("MemberRemove"), 0);
+    assert_eq!(f.member_ids().len(), 3);
+}
+
+#[test]
+fn cleanup_etcd_refuses_another_nodes_learner_unless_named_by_member_id() {
+    let _g = serial();
+    let f = Fixture::new();
+    let id = f.add_unstarted(true);
+    // Run as the joiner: the learner is m4's, not ours.
+    let joiner = NodeRef::new(Some("joiner"), Some(f.joiner().addr().into()));
+    let (out, _) = f.run_cleanup(&f.cleanup_spec(joiner.clone(), None, false));
+    let CleanupOutcome::Refused(msg) = &out else {
+        panic!("without --member-id: {out:?}")
+    };
+    assert!(msg.contains("which is not this node's"), "{msg}");
+    assert!(msg.contains(&format!("--member-id {id:x}")), "{msg}");
+    assert_eq!(f.calls("MemberRemove"), 0);
+    assert_eq!(f.member_ids().len(), 4);
+
+    let (named, _) = f.run_cleanup(&f.cleanup_spec(joiner, Some(id), false));
+    assert!(
+        matches!(&named, CleanupOutcome::Removed { member, .. } if member.id == id),
+        "{named:?}"
+    );
+    assert_eq!(f.calls("MemberRemove"), 1);
+    assert_eq!(f.member_ids().len(), 3);
+}
+
+#[test]
+fn cleanup_etcd_refuses_a_removal_that_leaves_no_quorum() {
+    let _g = serial();
+    let mut f = Fixture::new();
+    f.add_unstarted(false);
+    // 4 voters (one never started); stop two of the three that run: after removing the
+    // unstarted one, 3 voters need 2 and only m1 answers.
+    f.etcd.stop_member(1).unwrap();
+    f.etcd.stop_member(2).unwrap();
+    let (out, _) = f.run_cleanup(&f.cleanup_spec(f.m4_node(), None, false));
+    let CleanupOutcome::Refused(msg) = &out else {
+        panic!("cleanup: {out:?}")
+    };
+    assert!(
+        msg.contains("would leave the cluster without quorum"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(
+            "4 voters now (quorum 3); after the removal 3 voters need 2 for quorum and 1 answer"
+        ),
+        "{msg}"
+    );
+    assert_eq!(f.calls("MemberRemove"), 0);
+}
+
+#[test]
+fn promote_etcd_promotes_a_started_learner_and_a_second_run_has_nothing_to_do() {
+    let _g = serial();
+    let mut f = Fixture::new();
+    let m4 = f.m4().clone();
+    f.etcd.add_learner(&m4).expect("learner");
+    let spec = f.promote_spec();
+    let seen = Mutex::new(Vec::new());
+    let sink = |p: &Progress| seen.lock().unwrap().push(p.to_string());
+    let out = f
+        .joiner()
+        .block_on(|| async { promote(&spec, &sink).await })
+        .unwrap()
+        .expect("promote");
+    let events = seen.into_inner().unwrap();
+    match &out {
+        PromoteOutcome::Promoted {
+            member,
+            confirmed_by_reread,
+            ..
+        } => {
+            assert_eq!(member.state, MemberState::Voter);
+            assert!(!confirmed_by_reread);
+        }
+        other => panic!("promote: {other:?}\n{events:#?}"),
+    }
+    assert!(
+        events.iter().any(|e| e.contains("catching up")),
+        "{events:#?}"
+    );
+    let listed = f.etcdctl(&["member", "list"]);
+    assert!(
+        listed.lines().all(|l| l.trim_end().ends_with("false")),
+        "no learner left:\n{listed}"
+    );
+    let calls = f.calls("MemberPromote");
+
+    let again = f
+        .joiner()
+        .block_on(|| async { promote(&spec, &|_: &Progress| {}).await })
+        .unwrap()
+        .expect("promote again");
+    assert!(
+        matches!(&again, PromoteOutcome::AlreadyVoter { .. }),
+        "{again:?}"
+    );
+    assert_eq!(
+        f.calls("MemberPromote"),
+        calls,
+        "nothing sent the second time"
+    );
+}
+
+#[test]
+fn promote_etcd_lost_answer_is_resolved_by_member_list_with_one_member_promote() {
+    let _g = serial();
+    let mut f = Fixture::new();
+    let m4 = f.m4().clone();
+    f.etcd.add_learner(&m4).expect("learner");
+    // Caught up first, so that the one MemberPromote sent is accepted (a refused one, its
+    // answer dropped, would be re-read and sent again: correct, but not this test).
+    f.wait_learner_caught_up();
+    let leader = f.etcd.leader().expect("leader");
+    let leader_host = f.etcd.member(leader).host().clone();
+    let spec = f.promote_spec();
+    let net = f.lab.net();
+    let joiner = f.joiner().clone();
+    let dropped_at = Mutex::new(None::<Instant>);
+    // Drop everything the leader sends the joiner from the moment MemberPromote is sent: the
+    // request reaches etcd and is applied, its answer never arrives. The path comes back 3 s
+    // later (after the 2 s attempt timeout).
+    let sink = |p: &Progress| {
+        if let Progress::Promoting { .. } = p {
+            let mut at = dropped_at.lock().unwrap();
+            if at.is_none() {
+                net.set(&leader_host, &joiner, Impairment::blackout());
+                *at = Some(Instant::now());
+            }
+        }
+        if let Some(t) = *dropped_at.lock().unwrap() {
+            if t.elapsed() >= Duration::from_secs(3) {
+                net.set(&leader_host, &joiner, Impairment::none());
+            }
+        }
+    };
+    let restore = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            // The sink only runs when promote reports something; lift the blackout on time
+            // even if it is silent.
+            loop {
+                std::thread::sleep(Duration::from_millis(50));
+                if let Some(t) = *dropped_at.lock().unwrap() {
+                    if t.elapsed() >= Duration::from_secs(3) {
+                        net.set(&leader_host, &joiner, Impairment::none());
+                        return t.elapsed();
+                    }
+                }
+            }
+        });
+        let out = f
+            .joiner()
+            .block_on(|| async { promote(&spec, &sink).await })
+            .unwrap();
+        (out, h.join().unwrap())
+    });
+    let (out, _) = restore;
+    let out = out.expect("promote");
+    match &out {
+        PromoteOutcome::Promoted {
+            confirmed_by_reread,
+            promote_calls,
+            ..
+        } => {
+            assert!(confirmed_by_reread, "{out:?}");
+            assert_eq!(*promote_calls, 1);
+        }
+        other => panic!("promote: {other:?}"),
+    }
+    assert!(dropped_at.lock().unwrap().is_some(), "the blackout was set");
+    assert_eq!(
+        f.calls("MemberPromote"),
+        1,
+        "etcd received exactly one MemberPromote"
+    );
+}
