@@ -181,6 +181,8 @@ impl Fixture {
             .block_on(|| async { cleanup(spec, &sink).await })
             .expect("block_on")
             .expect("cleanup");
+        // The outcome as the run ended, for the runbook (docs/etcd-learner.md) and for failures.
+        eprintln!("cleanup {:?}: {out:?}", spec.node);
         (out, seen.into_inner().unwrap())
     }
 
@@ -201,6 +203,7 @@ impl Fixture {
             node: self.m4_node(),
             timeout: Duration::from_secs(60),
             per_attempt: None,
+            learner_metrics_url: None,
         }
     }
 }
@@ -471,5 +474,156 @@ fn promote_etcd_lost_answer_is_resolved_by_member_list_with_one_member_promote()
         f.calls("MemberPromote"),
         1,
         "etcd received exactly one MemberPromote"
+    );
+}
+
+/// Puts `mib` MiB into the cluster from the joiner, in 512 KiB values (etcd's default request
+/// limit is 1.5 MiB), four at a time.
+fn preload(f: &Fixture, mib: usize) {
+    use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+    let id = f.etcd.client_identity();
+    let tls = TlsOptions::new()
+        .ca_certificate(Certificate::from_pem(std::fs::read(&id.ca).unwrap()))
+        .identity(Identity::from_pem(
+            std::fs::read(&id.cert).unwrap(),
+            std::fs::read(&id.key).unwrap(),
+        ));
+    let endpoints = f.access().endpoints;
+    f.joiner()
+        .block_on(|| async move {
+            let opts = ConnectOptions::new()
+                .with_tls(tls)
+                .with_timeout(Duration::from_secs(30));
+            let client = Client::connect(endpoints, Some(opts))
+                .await
+                .expect("connect");
+            let value = vec![b'x'; 512 << 10];
+            let puts = mib * 2;
+            let mut next = 0;
+            while next < puts {
+                let mut batch = Vec::new();
+                for k in next..(next + 4).min(puts) {
+                    let (mut c, v) = (client.clone(), value.clone());
+                    batch.push(tokio::spawn(async move {
+                        c.put(format!("/preload/{k:05}"), v, None).await
+                    }));
+                }
+                next += batch.len();
+                for b in batch {
+                    b.await.unwrap().expect("put");
+                }
+            }
+        })
+        .unwrap();
+}
+
+/// The learner behind a rate-limited link with a pre-loaded database: promote waits, reports
+/// progress from the learner's metrics listener (its client port does not serve until it has
+/// caught up), and promotes soon after the learner reaches etcd's 90%. The figures are printed
+/// (run with `--nocapture`); only loose bounds are asserted. `JOINGUARD_LEARNER_DB_MIB` sets the
+/// database size (default 100).
+#[test]
+fn promote_etcd_waits_for_a_learner_behind_a_rate_limited_link_with_progress() {
+    let _g = serial();
+    let mut f = Fixture::new();
+    let mib: usize = std::env::var("JOINGUARD_LEARNER_DB_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let t = Instant::now();
+    preload(&f, mib);
+    let leader = f.etcd.leader().expect("leader");
+    let db = f
+        .etcd
+        .metric_sum(leader, "etcd_mvcc_db_total_size_in_bytes")
+        .unwrap_or(0.0) as u64;
+    eprintln!(
+        "preloaded {mib} MiB in {:.1}s; leader db {} bytes",
+        t.elapsed().as_secs_f64(),
+        db
+    );
+    // A rate that makes the transfer take about 25 s (at least 20 s), on every member -> m4
+    // link: only the leader sends bulk data, but a leader change must not lift the limit.
+    let bps = (mib as u64 * 1024 * 1024 * 8) / 25;
+    let m4 = f.m4().clone();
+    for i in 0..3 {
+        let h = f.etcd.member(i).host().clone();
+        f.lab.net().set(&h, &m4, Impairment::none().with_rate(bps));
+    }
+    let added = Instant::now();
+    f.etcd.add_learner(&m4).expect("learner");
+    let mut spec = f.promote_spec();
+    spec.timeout = Duration::from_secs(240);
+    spec.learner_metrics_url = Some(f.etcd.member(3).metrics_url().to_string());
+
+    let seen = Mutex::new(Vec::<(f64, String)>::new());
+    let sink = |p: &Progress| {
+        seen.lock()
+            .unwrap()
+            .push((added.elapsed().as_secs_f64(), p.to_string()))
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (out, returned, ready_at) = std::thread::scope(|s| {
+        // The moment etcd would accept the promotion, watched from outside: the learner's
+        // committed index (its metrics) at 90% of the leader's, every 100 ms.
+        let watcher = s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let l = f
+                    .etcd
+                    .metric_sum(leader, "etcd_server_proposals_committed_total");
+                let m = f
+                    .etcd
+                    .metric_sum(3, "etcd_server_proposals_committed_total");
+                if let (Ok(l), Ok(m)) = (l, m) {
+                    if l > 0.0 && m >= l * 0.9 {
+                        return Some(added.elapsed());
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            None
+        });
+        let out = f
+            .joiner()
+            .block_on(|| async { promote(&spec, &sink).await })
+            .unwrap();
+        let returned = added.elapsed();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (out, returned, watcher.join().unwrap())
+    });
+    let events = seen.into_inner().unwrap();
+    for (t, e) in events
+        .iter()
+        .filter(|(_, e)| !e.contains("attempt"))
+        .step_by(8)
+    {
+        eprintln!("{t:7.2}s  {e}");
+    }
+    let out = out.expect("promote");
+    assert!(matches!(out, PromoteOutcome::Promoted { .. }), "{out:?}");
+    let ready_at = ready_at.expect("the watcher saw the learner reach 90%");
+    eprintln!(
+        "db {mib} MiB, rate {:.1} Mbit/s: learner at 90% after {:.2}s, promoted at {:.2}s: \
+         {:.2}s after; {} MemberPromote calls",
+        bps as f64 / 1e6,
+        ready_at.as_secs_f64(),
+        returned.as_secs_f64(),
+        returned.as_secs_f64() - ready_at.as_secs_f64(),
+        f.calls("MemberPromote")
+    );
+    assert!(
+        ready_at >= Duration::from_secs(15),
+        "the catch-up took {ready_at:?}: the link limit did not hold"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e.contains("catching up") && e.contains("/s")),
+        "progress with a rate: {events:#?}"
+    );
+    // A loose bound: the figure is the report, not the assertion.
+    assert!(
+        returned < ready_at + Duration::from_secs(5),
+        "promoted {returned:?}, ready {ready_at:?}"
     );
 }

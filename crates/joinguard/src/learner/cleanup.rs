@@ -171,10 +171,16 @@ fn pick<'a>(
 ) -> Result<&'a MemberInfo, CleanupOutcome> {
     let never_voter = |m: &MemberRef| {
         CleanupOutcome::Refused(format!(
-            "{m} is a started voter: cleanup never removes one. If this node's join failed after \
+            "member {:x}{} is a started voter: cleanup never removes one. If this node's join failed after \
              its etcd member was promoted, finish the join with `kubeadm join phase \
              control-plane-join mark-control-plane`; to take the node out of the cluster use \
-             `kubeadm reset` on it"
+             `kubeadm reset` on it",
+            m.id,
+            if m.name.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", m.name)
+            }
         ))
     };
     if let Some(id) = spec.member_id {

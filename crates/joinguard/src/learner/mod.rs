@@ -14,6 +14,7 @@
 
 pub mod cleanup;
 pub mod member;
+mod metrics;
 pub mod progress;
 pub mod promote;
 

@@ -30,9 +30,18 @@ pub struct CatchUp {
     pub leader_index: u64,
     /// The leader's backend size: what a fresh learner receives as a snapshot.
     pub leader_db_size: i64,
+    /// Where `learner_index` came from: `status` (the learner's client port) or `metrics` (its
+    /// metrics listener, while the client port waits for the catch-up).
+    pub source: Option<&'static str>,
+    /// Bytes the learner has received from its peers (metrics listener only).
+    pub received_bytes: Option<u64>,
     /// Raft entries per second the learner gained since the previous observation.
     pub entries_per_sec: Option<f64>,
-    /// Time left until the learner reaches 90% of the leader's index, at that rate.
+    /// Bytes per second the learner received since the previous observation.
+    pub bytes_per_sec: Option<f64>,
+    /// Time left until the learner reaches 90% of the leader's index at the entry rate; while
+    /// the index does not move, the leader's database size left to receive at the byte rate (an
+    /// estimate: a fresh learner receives about the database, as a snapshot or as entries).
     pub eta: Option<Duration>,
 }
 
@@ -64,8 +73,14 @@ impl fmt::Display for CatchUp {
                 self.leader_index
             )?,
         }
+        if let Some(b) = self.received_bytes {
+            write!(f, ", received {}", bytes(b as i64))?;
+        }
         if let Some(r) = self.entries_per_sec {
             write!(f, ", {r:.0} entries/s")?;
+        }
+        if let Some(r) = self.bytes_per_sec {
+            write!(f, ", {}/s", bytes(r as i64))?;
         }
         if let Some(eta) = self.eta {
             write!(f, ", about {}s left", eta.as_secs())?;
@@ -84,45 +99,84 @@ fn bytes(n: i64) -> String {
 }
 
 /// Turns successive (time, learner index, leader index) samples into rates and an estimate.
+/// Rates are taken over this window (against the oldest sample in it), so that one quiet
+/// quarter second does not read as "stalled" and swing the estimate.
+pub const RATE_WINDOW: Duration = Duration::from_secs(5);
+
 #[derive(Debug, Default)]
 pub(crate) struct Estimator {
-    last: Option<(Instant, u64)>,
+    window: std::collections::VecDeque<(Instant, Option<u64>, Option<u64>)>,
 }
 
 impl Estimator {
     pub(crate) fn observe(
         &mut self,
         now: Instant,
-        learner_index: Option<u64>,
+        learner: Sample,
         leader_index: u64,
         leader_db_size: i64,
     ) -> CatchUp {
         let mut out = CatchUp {
-            learner_index,
+            learner_index: learner.index,
             leader_index,
             leader_db_size,
+            source: learner.source,
+            received_bytes: learner.received_bytes,
             entries_per_sec: None,
+            bytes_per_sec: None,
             eta: None,
         };
-        if let Some(l) = learner_index {
-            if let Some((t0, l0)) = self.last {
-                let dt = now.saturating_duration_since(t0).as_secs_f64();
-                if dt > 0.0 && l >= l0 {
-                    let rate = (l - l0) as f64 / dt;
-                    out.entries_per_sec = Some(rate);
-                    let target = leader_index as f64 * READY_PERCENT;
-                    let left = (target - l as f64).max(0.0);
-                    if left == 0.0 {
-                        out.eta = Some(Duration::ZERO);
-                    } else if rate > 0.0 {
-                        out.eta = Some(Duration::from_secs_f64((left / rate).min(86_400.0)));
+        while self.window.len() > 1
+            && self
+                .window
+                .get(1)
+                .is_some_and(|(t, _, _)| now.saturating_duration_since(*t) >= RATE_WINDOW)
+        {
+            self.window.pop_front();
+        }
+        if let Some(&(t0, i0, b0)) = self.window.front() {
+            let dt = now.saturating_duration_since(t0).as_secs_f64();
+            if dt > 0.0 {
+                if let (Some(l), Some(l0)) = (learner.index, i0) {
+                    if l >= l0 {
+                        out.entries_per_sec = Some((l - l0) as f64 / dt);
+                    }
+                }
+                if let (Some(b), Some(b0)) = (learner.received_bytes, b0) {
+                    if b >= b0 {
+                        out.bytes_per_sec = Some((b - b0) as f64 / dt);
                     }
                 }
             }
-            self.last = Some((now, l));
         }
+        let target = leader_index as f64 * READY_PERCENT;
+        match (learner.index, out.entries_per_sec, out.bytes_per_sec) {
+            (Some(l), _, _) if l as f64 >= target => out.eta = Some(Duration::ZERO),
+            (Some(l), Some(r), _) if r > 0.0 => {
+                out.eta = Some(Duration::from_secs_f64(
+                    ((target - l as f64) / r).min(86_400.0),
+                ))
+            }
+            (_, _, Some(r)) if r > 0.0 => {
+                let left = (leader_db_size.max(0) as f64
+                    - learner.received_bytes.unwrap_or(0) as f64)
+                    .max(0.0);
+                out.eta = Some(Duration::from_secs_f64((left / r).min(86_400.0)));
+            }
+            _ => {}
+        }
+        self.window
+            .push_back((now, learner.index, learner.received_bytes));
         out
     }
+}
+
+/// The learner's side of one observation.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sample {
+    pub index: Option<u64>,
+    pub received_bytes: Option<u64>,
+    pub source: Option<&'static str>,
 }
 
 /// What promote and cleanup report as they go. The CLI prints these on stderr.
@@ -174,21 +228,38 @@ mod tests {
     fn ready_at_ninety_percent_and_eta_from_rate() {
         let t0 = Instant::now();
         let mut e = Estimator::default();
-        let first = e.observe(t0, Some(100), 1000, 0);
+        let s = |i| Sample {
+            index: Some(i),
+            ..Sample::default()
+        };
+        let first = e.observe(t0, s(100), 1000, 0);
         assert!(!first.ready());
         assert_eq!(first.entries_per_sec, None);
-        let next = e.observe(t0 + Duration::from_secs(2), Some(500), 1000, 0);
+        let next = e.observe(t0 + Duration::from_secs(2), s(500), 1000, 0);
         assert_eq!(next.entries_per_sec, Some(200.0));
         // 900 needed, 500 there, 200/s: 2 s.
         assert_eq!(next.eta, Some(Duration::from_secs(2)));
         assert!(e
-            .observe(t0 + Duration::from_secs(3), Some(900), 1000, 0)
+            .observe(t0 + Duration::from_secs(3), s(900), 1000, 0)
             .ready());
+        // Bytes only: 10 MB database, 4 MB received, 2 MB/s: 3 s.
+        let mut e = Estimator::default();
+        let b = |n| Sample {
+            received_bytes: Some(n),
+            ..Sample::default()
+        };
+        e.observe(t0, b(2_000_000), 10, 10_000_000);
+        let by_bytes = e.observe(t0 + Duration::from_secs(1), b(4_000_000), 10, 10_000_000);
+        assert_eq!(by_bytes.bytes_per_sec, Some(2_000_000.0));
+        assert_eq!(by_bytes.eta, Some(Duration::from_secs(3)));
         assert!(!CatchUp {
             learner_index: None,
             leader_index: 5,
             leader_db_size: 0,
+            source: None,
+            received_bytes: None,
             entries_per_sec: None,
+            bytes_per_sec: None,
             eta: None
         }
         .ready());

@@ -13,8 +13,8 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::member::{find_mine, MemberRef, MemberState, NodeRef};
-use super::progress::{Estimator, Progress};
-use super::{grpc_message, Conn, EtcdAccess, LearnerError};
+use super::progress::{Estimator, Progress, Sample};
+use super::{grpc_message, metrics, Conn, EtcdAccess, LearnerError};
 use crate::probe::etcd::{MemberInfo, MemberStatus};
 use crate::retry::{self, Backoff, Recorder};
 
@@ -49,6 +49,9 @@ pub struct PromoteSpec {
     pub timeout: Duration,
     /// Each etcd call's timeout; [`super::DEFAULT_PER_ATTEMPT`] when `None`.
     pub per_attempt: Option<Duration>,
+    /// This node's etcd metrics listener (kubeadm: `http://127.0.0.1:2381`), read for progress
+    /// while the learner's client port is not serving yet. `None`: progress from `Status` only.
+    pub learner_metrics_url: Option<String>,
 }
 
 /// How a promote run ended (errors aside).
@@ -137,6 +140,7 @@ pub async fn promote_recorded(
         max_delay: POLL,
     };
     let node = &spec.node;
+    let metrics_url = spec.learner_metrics_url.as_deref();
     let mut last_member = 0u64;
     let r = retry::wait_until(
         &backoff,
@@ -145,7 +149,7 @@ pub async fn promote_recorded(
             let state = state.clone();
             async move {
                 let mut st = state.lock().await;
-                check(&mut st, node, started, progress).await
+                check(&mut st, node, metrics_url, started, progress).await
             }
         },
         |_| {},
@@ -186,6 +190,7 @@ type Check = Result<Result<PromoteOutcome, LearnerError>, NotYet>;
 async fn check(
     st: &mut State,
     node: &NodeRef,
+    metrics_url: Option<&str>,
     started: Instant,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Check {
@@ -247,13 +252,24 @@ async fn check(
             mine.id
         )));
     };
+    let mut sample = Sample::default();
+    if let Some(s) = &learner {
+        sample.index = Some(s.raft_index);
+        sample.source = Some("status");
+    }
+    if let Some(url) = metrics_url {
+        if let Some(m) = metrics::read(url, st.conn.policy.per_attempt).await {
+            sample.received_bytes = m.received_bytes;
+            if sample.index.is_none() && m.committed_index.is_some() {
+                sample.index = m.committed_index;
+                sample.source = Some("metrics");
+            }
+        }
+    }
     let now = Instant::now();
-    let catch_up = st.est.observe(
-        now,
-        learner.map(|s| s.raft_index),
-        leader.raft_index,
-        leader.db_size,
-    );
+    let catch_up = st
+        .est
+        .observe(now, sample, leader.raft_index, leader.db_size);
     progress(&Progress::CatchingUp {
         member: mine.id,
         catch_up: catch_up.clone(),
