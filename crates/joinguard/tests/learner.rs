@@ -182,8 +182,9 @@ impl Fixture {
             .expect("block_on")
             .expect("cleanup");
         // The outcome as the run ended, for the runbook (docs/etcd-learner.md) and for failures.
-        eprintln!("cleanup {:?}: {out:?}", spec.node);
-        (out, seen.into_inner().unwrap())
+        let events = seen.into_inner().unwrap();
+        eprintln!("cleanup {:?}: {out:?}\n  events: {events:?}", spec.node);
+        (out, events)
     }
 
     fn cleanup_spec(&self, node: NodeRef, member_id: Option<u64>, dry_run: bool) -> CleanupSpec {
@@ -603,8 +604,9 @@ fn promote_etcd_waits_for_a_learner_behind_a_rate_limited_link_with_progress() {
     assert!(matches!(out, PromoteOutcome::Promoted { .. }), "{out:?}");
     let ready_at = ready_at.expect("the watcher saw the learner reach 90%");
     eprintln!(
-        "db {mib} MiB, rate {:.1} Mbit/s: learner at 90% after {:.2}s, promoted at {:.2}s: \
+        "etcd {}: db {mib} MiB, rate {:.1} Mbit/s: learner at 90% after {:.2}s, promoted at {:.2}s: \
          {:.2}s after; {} MemberPromote calls",
+        f.etcd.version(),
         bps as f64 / 1e6,
         ready_at.as_secs_f64(),
         returned.as_secs_f64(),
@@ -626,4 +628,60 @@ fn promote_etcd_waits_for_a_learner_behind_a_rate_limited_link_with_progress() {
         returned < ready_at + Duration::from_secs(5),
         "promoted {returned:?}, ready {ready_at:?}"
     );
+}
+
+/// The path to the leader blacks out (both ways) the moment MemberPromote is sent and comes back
+/// 5 s later: the request never reached etcd, so the re-read after the outage finds a learner
+/// and promotes it. The time from the path's return to the outcome is printed (the issue's goal
+/// is 250 ms; asserted loosely).
+#[test]
+fn promote_etcd_completes_after_a_blackout_of_the_path_to_the_leader() {
+    let _g = serial();
+    let mut f = Fixture::new();
+    let m4 = f.m4().clone();
+    f.etcd.add_learner(&m4).expect("learner");
+    f.wait_learner_caught_up();
+    let leader = f.etcd.leader().expect("leader");
+    let leader_host = f.etcd.member(leader).host().clone();
+    let spec = f.promote_spec();
+    let net = f.lab.net();
+    let joiner = f.joiner().clone();
+    let dark_at = Mutex::new(None::<Instant>);
+    let sink = |p: &Progress| {
+        if let Progress::Promoting { .. } = p {
+            let mut at = dark_at.lock().unwrap();
+            if at.is_none() {
+                net.set_link(&leader_host, &joiner, Impairment::blackout());
+                *at = Some(Instant::now());
+            }
+        }
+    };
+    let (out, back_at, returned) = std::thread::scope(|s| {
+        let h = s.spawn(|| loop {
+            std::thread::sleep(Duration::from_millis(10));
+            if let Some(t) = *dark_at.lock().unwrap() {
+                if t.elapsed() >= Duration::from_secs(5) {
+                    net.set_link(&leader_host, &joiner, Impairment::none());
+                    return Instant::now();
+                }
+            }
+        });
+        let out = f
+            .joiner()
+            .block_on(|| async { promote(&spec, &sink).await })
+            .unwrap();
+        let returned = Instant::now();
+        (out, h.join().unwrap(), returned)
+    });
+    let out = out.expect("promote");
+    assert!(matches!(out, PromoteOutcome::Promoted { .. }), "{out:?}");
+    let after = returned.saturating_duration_since(back_at);
+    eprintln!(
+        "etcd {}: path back -> promoted: {:.0} ms; {} MemberPromote calls; {out:?}",
+        f.etcd.version(),
+        after.as_secs_f64() * 1000.0,
+        f.calls("MemberPromote")
+    );
+    assert!(returned > back_at, "promoted only after the path returned");
+    assert!(after < Duration::from_secs(5), "{after:?}");
 }

@@ -198,6 +198,12 @@ impl Conn {
         out
     }
 
+    /// A new client (a new connection) for `endpoint`: after an outage the old connection can
+    /// sit behind TCP's retransmission backoff for seconds, a new one answers at once.
+    pub(crate) fn fresh_options(&self) -> ConnectOptions {
+        self.options.clone()
+    }
+
     pub(crate) fn balanced(&self) -> Client {
         self.all.clone()
     }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use etcd_client::Client;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
@@ -374,52 +375,75 @@ async fn send_promote(
             .unwrap_or_else(|_| st.conn.balanced()),
         None => st.conn.balanced(),
     };
+    // Wake-on-connect on the leader's client port: after a blackout the re-read starts as soon
+    // as the leader accepts TCP again, not at the next backoff step.
+    let wake = leader
+        .as_deref()
+        .and_then(|ep| ep.strip_prefix("https://").or(Some(ep)))
+        .and_then(|hp| {
+            hp.trim_end_matches('/')
+                .parse::<std::net::SocketAddr>()
+                .ok()
+        })
+        .map(retry::WakeOnConnect::new);
+    let reread_target = leader.clone();
+    let options = st.conn.fresh_options();
     let calls = AtomicU32::new(0);
     let lost = AtomicBool::new(false);
-    let r = retry::run(&policy, "etcd MemberPromote", &recorder, None, |ctx| {
-        let mut c = promote_client.clone();
-        let (calls, lost) = (&calls, &lost);
-        async move {
-            if ctx.attempt > 1 {
-                // The previous attempt timed out or failed in transit: it may have been applied.
-                lost.store(true, Ordering::Relaxed);
-                progress(&Progress::AnswerLost {
-                    op: "MemberPromote".into(),
-                    error: format!("attempt {} got no answer", ctx.attempt - 1),
-                });
-                let list = c.member_list().await?;
-                let members = MemberInfo::from_response(&list);
-                match members.iter().find(|m| m.id == id) {
-                    None => return Ok(Sent::Gone),
-                    Some(m) if !m.is_learner => return Ok(Sent::Voter { by_reread: true }),
-                    Some(_) => {}
+    let r = retry::run(
+        &policy,
+        "etcd MemberPromote",
+        &recorder,
+        wake.as_ref(),
+        |ctx| {
+            let mut c = promote_client.clone();
+            let (calls, lost) = (&calls, &lost);
+            let (target, options) = (reread_target.clone(), options.clone());
+            async move {
+                if ctx.attempt > 1 {
+                    if let Some(ep) = target {
+                        c = Client::connect([ep], Some(options)).await?;
+                    }
+                    // The previous attempt timed out or failed in transit: it may have been applied.
+                    lost.store(true, Ordering::Relaxed);
+                    progress(&Progress::AnswerLost {
+                        op: "MemberPromote".into(),
+                        error: format!("attempt {} got no answer", ctx.attempt - 1),
+                    });
+                    let list = c.member_list().await?;
+                    let members = MemberInfo::from_response(&list);
+                    match members.iter().find(|m| m.id == id) {
+                        None => return Ok(Sent::Gone),
+                        Some(m) if !m.is_learner => return Ok(Sent::Voter { by_reread: true }),
+                        Some(_) => {}
+                    }
                 }
-            }
-            calls.fetch_add(1, Ordering::Relaxed);
-            progress(&Progress::Promoting {
-                member: id,
-                attempt: calls.load(Ordering::Relaxed),
-            });
-            match c.member_promote(id).await {
-                Ok(_) => Ok(Sent::Accepted),
-                Err(e) => {
-                    let msg = grpc_message(&e).unwrap_or_default().to_string();
-                    if msg.contains(NOT_IN_SYNC) || msg.contains(NOT_ENOUGH_STARTED) {
-                        Ok(Sent::NotReady(msg))
-                    } else if msg.contains(NOT_A_LEARNER) {
-                        // Promoted already: by our own lost attempt, or by someone else.
-                        Ok(Sent::Voter {
-                            by_reread: lost.load(Ordering::Relaxed),
-                        })
-                    } else if msg.contains(MEMBER_NOT_FOUND) {
-                        Ok(Sent::Gone)
-                    } else {
-                        Err(e)
+                calls.fetch_add(1, Ordering::Relaxed);
+                progress(&Progress::Promoting {
+                    member: id,
+                    attempt: calls.load(Ordering::Relaxed),
+                });
+                match c.member_promote(id).await {
+                    Ok(_) => Ok(Sent::Accepted),
+                    Err(e) => {
+                        let msg = grpc_message(&e).unwrap_or_default().to_string();
+                        if msg.contains(NOT_IN_SYNC) || msg.contains(NOT_ENOUGH_STARTED) {
+                            Ok(Sent::NotReady(msg))
+                        } else if msg.contains(NOT_A_LEARNER) {
+                            // Promoted already: by our own lost attempt, or by someone else.
+                            Ok(Sent::Voter {
+                                by_reread: lost.load(Ordering::Relaxed),
+                            })
+                        } else if msg.contains(MEMBER_NOT_FOUND) {
+                            Ok(Sent::Gone)
+                        } else {
+                            Err(e)
+                        }
                     }
                 }
             }
-        }
-    })
+        },
+    )
     .await;
     st.promote_calls += calls.load(std::sync::atomic::Ordering::Relaxed);
     Ok(r?)
