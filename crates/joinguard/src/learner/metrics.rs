@@ -2,8 +2,10 @@
 //!
 //! A learner does not serve its client port until it has caught up (etcd's `serve` waits for
 //! `ReadyNotify`, `server/embed/serve.go`), so its `Status` cannot show progress. kubeadm starts
-//! etcd with `--listen-metrics-urls=http://127.0.0.1:2381` (`cmd/kubeadm/app/phases/etcd/local.go`),
-//! which answers from the start: `etcd_server_proposals_committed_total` (a gauge of the committed
+//! etcd with `--listen-metrics-urls=http://127.0.0.1:2381` (`http://[::1]:2381` when the advertise
+//! address is IPv6; `getEtcdCommand` in `cmd/kubeadm/app/phases/etcd/local.go`, kubernetes/kubernetes
+//! at 0009808f5c66e87cead133ccc5c6d00149aae951), which answers from the start (measured in the lab
+//! tests): `etcd_server_proposals_committed_total` (a gauge of the committed
 //! raft index) and `etcd_network_peer_received_bytes_total` (bytes received from peers) give the
 //! learner's index and the transfer rate. Plain HTTP, read-only, bounded in time and size.
 
