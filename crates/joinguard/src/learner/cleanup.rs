@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::member::{find_mine, MemberRef, MemberState, NodeRef, Quorum};
 use super::progress::Progress;
 use super::promote::MEMBER_NOT_FOUND;
-use super::{grpc_message, Conn, EtcdAccess, LearnerError};
+use super::{grpc_message, Conn, EtcdAccess, EtcdCallError, LearnerError};
 use crate::probe::etcd::MemberInfo;
 use crate::retry::{self, Recorder};
 
@@ -137,7 +137,7 @@ async fn run(
                     op: "MemberRemove".into(),
                     error: format!("attempt {} got no answer", ctx.attempt - 1),
                 });
-                let list = c.member_list().await?;
+                let list = c.member_list().await.map_err(EtcdCallError)?;
                 if !MemberInfo::from_response(&list).iter().any(|m| m.id == id) {
                     reread.store(true, Ordering::Relaxed);
                     return Ok(());
@@ -149,7 +149,7 @@ async fn run(
                     reread.store(ctx.attempt > 1, Ordering::Relaxed);
                     Ok(())
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(EtcdCallError(e)),
             }
         }
     })

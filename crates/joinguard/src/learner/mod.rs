@@ -58,7 +58,7 @@ pub enum LearnerError {
     Invalid(String),
     /// An etcd call failed on the retry layer: budget spent, or a permanent or trust failure.
     #[error("{0}")]
-    Etcd(#[from] RetryError<etcd_client::Error>),
+    Etcd(#[from] RetryError<EtcdCallError>),
     /// The learner did not catch up (or etcd kept refusing the promotion) within the budget.
     #[error("learner {member:x} was not promoted within {}s: {last}", .waited.as_secs())]
     NotPromoted {
@@ -125,7 +125,7 @@ impl Conn {
         // error here is a bad URL, which the retry layer classifies as permanent.
         let all = retry::run(&policy, "etcd connect", &recorder, None, |_| {
             let (eps, opts) = (eps.clone(), opts.clone());
-            async move { Client::connect(eps, Some(opts)).await }
+            async move { Ok::<_, EtcdCallError>(Client::connect(eps, Some(opts)).await?) }
         })
         .await?;
         Ok(Conn {
@@ -164,7 +164,7 @@ impl Conn {
         let policy = self.policy.clone();
         let r = retry::run(&policy, "etcd MemberList", &self.recorder, None, |_| {
             let mut c = client.clone();
-            async move { c.member_list().await }
+            async move { Ok::<_, EtcdCallError>(c.member_list().await?) }
         })
         .await?;
         Ok(MemberInfo::from_response(&r))
@@ -210,6 +210,37 @@ impl Conn {
 
     pub(crate) async fn client(&mut self, endpoint: &str) -> Result<Client, etcd_client::Error> {
         self.client_for(endpoint).await
+    }
+}
+
+/// An etcd-client error, classified as the retry layer does with one exception: tonic reports a
+/// connection the server closed under an in-flight call as gRPC `Cancelled` ("operation was
+/// canceled", source hyper "connection closed"), which `retry::classify_grpc` takes for a
+/// permanent status. Seen in the lab while a leader streamed 100 MiB to a learner; for promote
+/// and cleanup it is a lost answer, resolved by the re-read like a reset.
+#[derive(Debug)]
+pub struct EtcdCallError(pub etcd_client::Error);
+
+impl std::fmt::Display for EtcdCallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<etcd_client::Error> for EtcdCallError {
+    fn from(e: etcd_client::Error) -> Self {
+        EtcdCallError(e)
+    }
+}
+
+impl retry::Classify for EtcdCallError {
+    fn classify(&self) -> retry::ErrorClass {
+        if let etcd_client::Error::GRpcStatus(s) = &self.0 {
+            if s.code() == tonic::Code::Cancelled && std::error::Error::source(s).is_some() {
+                return retry::ErrorClass::Transient(retry::Reason::ConnectionReset);
+            }
+        }
+        retry::Classify::classify(&self.0)
     }
 }
 

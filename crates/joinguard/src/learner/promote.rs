@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::member::{find_mine, MemberRef, MemberState, NodeRef};
 use super::progress::{Estimator, Progress, Sample};
-use super::{grpc_message, metrics, Conn, EtcdAccess, LearnerError};
+use super::{grpc_message, metrics, Conn, EtcdAccess, EtcdCallError, LearnerError};
 use crate::probe::etcd::{MemberInfo, MemberStatus};
 use crate::retry::{self, Backoff, Recorder};
 
@@ -402,7 +402,9 @@ async fn send_promote(
             async move {
                 if ctx.attempt > 1 {
                     if let Some(ep) = target {
-                        c = Client::connect([ep], Some(options)).await?;
+                        c = Client::connect([ep], Some(options))
+                            .await
+                            .map_err(EtcdCallError)?;
                     }
                     // The previous attempt timed out or failed in transit: it may have been applied.
                     lost.store(true, Ordering::Relaxed);
@@ -410,7 +412,7 @@ async fn send_promote(
                         op: "MemberPromote".into(),
                         error: format!("attempt {} got no answer", ctx.attempt - 1),
                     });
-                    let list = c.member_list().await?;
+                    let list = c.member_list().await.map_err(EtcdCallError)?;
                     let members = MemberInfo::from_response(&list);
                     match members.iter().find(|m| m.id == id) {
                         None => return Ok(Sent::Gone),
@@ -437,7 +439,7 @@ async fn send_promote(
                         } else if msg.contains(MEMBER_NOT_FOUND) {
                             Ok(Sent::Gone)
                         } else {
-                            Err(e)
+                            Err(EtcdCallError(e))
                         }
                     }
                 }
