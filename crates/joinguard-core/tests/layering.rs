@@ -227,5 +227,6 @@ fn the_checker_sees_a_violation() {
     );
     assert_eq!(layer_of("probe::identity"), Some(("probe::identity", 1)));
     assert_eq!(layer_of("probe::tls"), Some(("probe", 3)));
-    assert_eq!(command_of("report"), Some("preflight"));
+    assert_eq!(command_of("preflight::report"), Some("preflight"));
+    assert_eq!(command_of("learner::promote"), Some("learner"));
 }

@@ -94,8 +94,9 @@ fn start_targets(
     let mut tasks = Vec::new();
     let mut holes = Vec::new();
     // Every 10th target is blackholed, so the slow ones are spread over the whole set.
-    let is_hole =
-        |i: usize| blackholed > 0 && i % (n / blackholed) == 0 && i / (n / blackholed) < blackholed;
+    let is_hole = |i: usize| {
+        blackholed > 0 && i.is_multiple_of(n / blackholed) && i / (n / blackholed) < blackholed
+    };
     for i in 0..n {
         let addr = target_addr(scenario, i);
         if is_hole(i) {

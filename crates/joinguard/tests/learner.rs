@@ -14,7 +14,8 @@ use joinguard_core::learner::{
     PromoteOutcome, PromoteSpec,
 };
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
-use netlab::etcd::{output_within, EtcdCluster, EtcdSpec};
+use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::process::output_within;
 use netlab::{Host, Impairment, Lab};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -684,4 +685,138 @@ fn promote_etcd_completes_after_a_blackout_of_the_path_to_the_leader() {
     );
     assert!(returned > back_at, "promoted only after the path returned");
     assert!(after < Duration::from_secs(5), "{after:?}");
+}
+
+/// The commands an operator runs, `joinguard etcd cleanup` and `joinguard etcd promote`, from
+/// the joiner with kubeadm's certificate directory: what they print and how they exit.
+#[test]
+fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
+    let _g = serial();
+    let f = Fixture::new();
+    let id = f.add_unstarted(false);
+    let pki = f
+        .etcd
+        .client_identity()
+        .ca
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("the lab's kubeadm pki dir")
+        .to_path_buf();
+    let endpoints = f.etcd.members()[..3]
+        .iter()
+        .map(|m| m.client_url().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let m4 = f.m4().addr().to_string();
+    let jg = |args: &[&str]| {
+        let mut cmd = f.joiner().command(env!("CARGO_BIN_EXE_joinguard"));
+        cmd.arg("etcd").args(args);
+        let r = netlab::harness::run(&mut cmd, Duration::from_secs(60));
+        // Shown with --nocapture: docs/etcd-learner.md quotes these runs.
+        println!(
+            "$ joinguard etcd {}\n{}{}exit {}\n",
+            args.join(" "),
+            r.stderr,
+            r.stdout,
+            r.code
+        );
+        r
+    };
+    let pki_s = pki.to_string_lossy().into_owned();
+    let common = |sub: &'static str| -> Vec<String> {
+        vec![
+            sub.into(),
+            "--cert-dir".into(),
+            pki_s.clone(),
+            "--etcd-endpoints".into(),
+            endpoints.clone(),
+            "--node-name".into(),
+            "m4".into(),
+            "--apiserver-advertise-address".into(),
+            m4.clone(),
+            "--timeout".into(),
+            "30s".into(),
+        ]
+    };
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
+    // Bad input: no way to name this node, and a CA that is not there: exit 2, before any call.
+    let r = jg(&[
+        "cleanup",
+        "--cert-dir",
+        "/nonexistent",
+        "--etcd-endpoints",
+        &endpoints,
+    ]);
+    r.assert_exit(2);
+    assert!(
+        r.stderr.contains("/nonexistent"),
+        "names the file: {}",
+        r.stderr
+    );
+    let r = jg(&[
+        "promote",
+        "--cert-dir",
+        &pki_s,
+        "--etcd-endpoints",
+        &endpoints,
+    ]);
+    r.assert_exit(2);
+    assert!(r.stderr.contains("--node-name"), "{}", r.stderr);
+    assert_eq!(f.calls("MemberRemove") + f.calls("MemberPromote"), 0);
+
+    // Dry run: exit 0, says what it would remove, removes nothing.
+    let mut a = common("cleanup");
+    a.push("--dry-run".into());
+    let r = jg(&strs(&a));
+    r.assert_exit(0);
+    assert!(r.stdout.contains("dry run: would remove"), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("{id:x}")), "{}", r.stdout);
+    assert_eq!(f.member_ids().len(), 4);
+
+    // The removal, as JSON: exit 0, result "removed", the member, every attempt.
+    let mut a = common("cleanup");
+    a.extend(["-o".into(), "json".into()]);
+    let r = jg(&strs(&a));
+    r.assert_exit(0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    assert_eq!(v["schemaVersion"], 2);
+    assert_eq!(v["result"], "removed");
+    assert_eq!(v["member"]["id"], format!("{id:x}"));
+    assert!(v["attempts"].as_array().is_some_and(|a| !a.is_empty()));
+    assert_eq!(f.member_ids().len(), 3);
+    assert_eq!(f.calls("MemberRemove"), 1);
+
+    // Again: nothing to do, exit 0, no write.
+    let r = jg(&strs(&common("cleanup")));
+    r.assert_exit(0);
+    assert!(r.stdout.contains("nothing to remove"), "{}", r.stdout);
+    assert_eq!(f.calls("MemberRemove"), 1);
+
+    // A started voter is never removed: m1 by --member-id is refused, exit 1.
+    let m1 = f.member_ids()[0].clone();
+    let mut a = common("cleanup");
+    a.extend(["--member-id".into(), m1]);
+    let r = jg(&strs(&a));
+    r.assert_exit(1);
+    assert_eq!(f.calls("MemberRemove"), 1);
+    assert_eq!(f.member_ids().len(), 3);
+
+    // promote for a node that is already a voter (m1 by name): exit 0, nothing to do.
+    let r = jg(&[
+        "promote",
+        "--cert-dir",
+        &pki_s,
+        "--etcd-endpoints",
+        &endpoints,
+        "--node-name",
+        "m1",
+        "--timeout",
+        "30s",
+    ]);
+    r.assert_exit(0);
+    assert!(r.stdout.contains("already a voter"), "{}", r.stdout);
+    assert_eq!(f.calls("MemberPromote"), 0);
 }

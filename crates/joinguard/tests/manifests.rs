@@ -529,17 +529,18 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
     let cm = find(objs, "ConfigMap");
     let cfg_text = cm.and_then(|c| c["data"]["monitor.yaml"].as_str());
     let pod_env = |k: &str| (k == "POD_NAME").then(|| "joinguard-fleet-monitor-1".to_string());
-    let cfg = match cfg_text.map(|t| joinguard_core::monitor::MonitorConfig::parse(t, file, &pod_env)) {
-        Some(Ok(c)) => Some(c),
-        Some(Err(e)) => {
-            p.push(format!("the ConfigMap's monitor.yaml: {e}"));
-            None
-        }
-        None => {
-            p.push("no ConfigMap with monitor.yaml".into());
-            None
-        }
-    };
+    let cfg =
+        match cfg_text.map(|t| joinguard_core::monitor::MonitorConfig::parse(t, file, &pod_env)) {
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                p.push(format!("the ConfigMap's monitor.yaml: {e}"));
+                None
+            }
+            None => {
+                p.push("no ConfigMap with monitor.yaml".into());
+                None
+            }
+        };
 
     // Pod Security: the Namespace enforces exactly the strictest level the pod passes.
     let (level, next) = pod_security_level(template);
