@@ -19,6 +19,9 @@ _joinguard() {
             joinguard,completion)
                 cmd="joinguard__subcmd__completion"
                 ;;
+            joinguard,etcd)
+                cmd="joinguard__subcmd__etcd"
+                ;;
             joinguard,help)
                 cmd="joinguard__subcmd__help"
                 ;;
@@ -40,8 +43,29 @@ _joinguard() {
             joinguard,version)
                 cmd="joinguard__subcmd__version"
                 ;;
+            joinguard__subcmd__etcd,cleanup)
+                cmd="joinguard__subcmd__etcd__subcmd__cleanup"
+                ;;
+            joinguard__subcmd__etcd,help)
+                cmd="joinguard__subcmd__etcd__subcmd__help"
+                ;;
+            joinguard__subcmd__etcd,promote)
+                cmd="joinguard__subcmd__etcd__subcmd__promote"
+                ;;
+            joinguard__subcmd__etcd__subcmd__help,cleanup)
+                cmd="joinguard__subcmd__etcd__subcmd__help__subcmd__cleanup"
+                ;;
+            joinguard__subcmd__etcd__subcmd__help,help)
+                cmd="joinguard__subcmd__etcd__subcmd__help__subcmd__help"
+                ;;
+            joinguard__subcmd__etcd__subcmd__help,promote)
+                cmd="joinguard__subcmd__etcd__subcmd__help__subcmd__promote"
+                ;;
             joinguard__subcmd__help,completion)
                 cmd="joinguard__subcmd__help__subcmd__completion"
+                ;;
+            joinguard__subcmd__help,etcd)
+                cmd="joinguard__subcmd__help__subcmd__etcd"
                 ;;
             joinguard__subcmd__help,help)
                 cmd="joinguard__subcmd__help__subcmd__help"
@@ -64,6 +88,12 @@ _joinguard() {
             joinguard__subcmd__help,version)
                 cmd="joinguard__subcmd__help__subcmd__version"
                 ;;
+            joinguard__subcmd__help__subcmd__etcd,cleanup)
+                cmd="joinguard__subcmd__help__subcmd__etcd__subcmd__cleanup"
+                ;;
+            joinguard__subcmd__help__subcmd__etcd,promote)
+                cmd="joinguard__subcmd__help__subcmd__etcd__subcmd__promote"
+                ;;
             *)
                 ;;
         esac
@@ -71,7 +101,7 @@ _joinguard() {
 
     case "${cmd}" in
         joinguard)
-            opts="-v -h -V --verbose --v --help --version preflight update-status trace monitor version completion man help"
+            opts="-v -h -V --verbose --v --help --version preflight update-status trace monitor etcd version completion man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -106,8 +136,206 @@ _joinguard() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        joinguard__subcmd__etcd)
+            opts="-v -h -V --verbose --v --help --version promote cleanup help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__etcd__subcmd__cleanup)
+            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --etcd-endpoints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apiserver-advertise-address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --member-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__etcd__subcmd__help)
+            opts="promote cleanup help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__etcd__subcmd__help__subcmd__cleanup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__etcd__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__etcd__subcmd__help__subcmd__promote)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__etcd__subcmd__promote)
+            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --etcd-endpoints)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-cacert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --etcd-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cert-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --apiserver-advertise-address)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --learner-metrics-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --v)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         joinguard__subcmd__help)
-            opts="preflight update-status trace monitor version completion man help"
+            opts="preflight update-status trace monitor etcd version completion man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -123,6 +351,48 @@ _joinguard() {
         joinguard__subcmd__help__subcmd__completion)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__help__subcmd__etcd)
+            opts="promote cleanup"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__help__subcmd__etcd__subcmd__cleanup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        joinguard__subcmd__help__subcmd__etcd__subcmd__promote)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -18,6 +18,7 @@ pub mod joinconfig;
 pub mod key;
 pub mod kube;
 pub mod kubeadm;
+pub mod learner;
 pub mod limits;
 pub mod logging;
 pub mod monitor;

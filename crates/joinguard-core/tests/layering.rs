@@ -37,17 +37,17 @@ const LAYERS: &[(&str, u8)] = &[
     ("trace", 3),
     ("discovery", 4),
     ("preflight", 5),
-    ("report", 5),
     ("status", 5),
     ("monitor", 5),
+    ("learner", 5),
 ];
 
-/// The commands: none may import another (the root `report` is preflight's own).
+/// The commands: none may import another.
 const COMMANDS: &[(&str, &str)] = &[
     ("preflight", "preflight"),
-    ("report", "preflight"),
     ("status", "status"),
     ("monitor", "monitor"),
+    ("learner", "learner"),
 ];
 
 /// Same-layer imports that point the wrong way.
@@ -227,5 +227,6 @@ fn the_checker_sees_a_violation() {
     );
     assert_eq!(layer_of("probe::identity"), Some(("probe::identity", 1)));
     assert_eq!(layer_of("probe::tls"), Some(("probe", 3)));
-    assert_eq!(command_of("report"), Some("preflight"));
+    assert_eq!(command_of("preflight::report"), Some("preflight"));
+    assert_eq!(command_of("learner::promote"), Some("learner"));
 }

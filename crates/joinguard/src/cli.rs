@@ -57,6 +57,10 @@ pub enum Command {
     Trace(Box<TraceArgs>),
     /// Run the preflight probes continuously and serve Prometheus metrics, /healthz and /readyz.
     Monitor(MonitorArgs),
+    /// Recover a control-plane join's etcd member: promote this node's learner, or remove a
+    /// learner or unstarted member a failed join left behind.
+    #[command(subcommand)]
+    Etcd(EtcdCommand),
     /// Print build information (version, commit, target, rustc, static or dynamic).
     Version(VersionArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -132,6 +136,125 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "IP:PORT")]
     pub listen: Option<std::net::SocketAddr>,
 }
+
+/// `joinguard etcd ...`.
+#[derive(Subcommand, Debug)]
+pub enum EtcdCommand {
+    /// Promote this node's etcd learner once etcd will accept it (the learner has caught up with
+    /// the leader). A promotion whose answer is lost is confirmed by re-reading the member list,
+    /// never retried blindly. Already a voter: exit 0, nothing to do.
+    #[command(after_long_help = PROMOTE_EXAMPLES)]
+    Promote(Box<PromoteArgs>),
+    /// Remove this node's etcd learner or unstarted member, so that the join can start over.
+    /// Never removes a started voter, another node's member unless --member-id names it, or a
+    /// member whose removal would lose quorum.
+    #[command(after_long_help = CLEANUP_EXAMPLES)]
+    Cleanup(Box<CleanupArgs>),
+}
+
+/// The etcd connection and this node's identity, shared by `etcd promote` and `etcd cleanup`.
+#[derive(Args, Debug)]
+pub struct EtcdMemberArgs {
+    /// The cluster's etcd client endpoints (the existing members, as preflight takes them).
+    #[arg(
+        long,
+        value_name = "URL[,URL...]",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub etcd_endpoints: Vec<String>,
+
+    /// CA bundle that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_cacert: Option<PathBuf>,
+
+    /// Client certificate for etcd (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt).
+    #[arg(long, value_name = "FILE", requires = "etcd_key")]
+    pub etcd_cert: Option<PathBuf>,
+
+    /// Private key of --etcd-cert (PKCS#1, SEC1 or PKCS#8).
+    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+
+    /// kubeadm's certificate directory: takes etcd/ca.crt and apiserver-etcd-client.{crt,key}
+    /// from it, the identity kubeadm's own etcd client uses during a join.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["etcd_cacert", "etcd_cert", "etcd_key"])]
+    pub cert_dir: Option<PathBuf>,
+
+    /// This node's name: its etcd member has this name (kubeadm: nodeRegistration.name).
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+
+    /// This node's address: its etcd member's peer URL is https://ADDRESS:2380 (kubeadm:
+    /// --apiserver-advertise-address, controlPlane.localAPIEndpoint.advertiseAddress).
+    #[arg(long, value_name = "IP")]
+    pub apiserver_advertise_address: Option<std::net::IpAddr>,
+
+    /// The whole run's budget (kubeadm's timeouts.etcdAPICall defaults to 2m).
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// `joinguard etcd promote`.
+#[derive(Args, Debug)]
+pub struct PromoteArgs {
+    #[command(flatten)]
+    pub member: EtcdMemberArgs,
+
+    /// The learner's own metrics listener, for catch-up progress (kubeadm runs etcd with
+    /// --listen-metrics-urls=http://127.0.0.1:2381). Unreachable: progress is estimated from the
+    /// leader alone and etcd decides when the promotion is accepted.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:2381")]
+    pub learner_metrics_url: String,
+}
+
+/// `joinguard etcd cleanup`.
+#[derive(Args, Debug)]
+pub struct CleanupArgs {
+    #[command(flatten)]
+    pub member: EtcdMemberArgs,
+
+    /// Remove this member (hex, as `etcdctl member list` prints it) even if it is not this
+    /// node's: allowed only for a learner or an unstarted member.
+    #[arg(long, value_name = "HEX", value_parser = parse_member_id)]
+    pub member_id: Option<u64>,
+
+    /// Say what would be removed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn parse_member_id(s: &str) -> Result<u64, String> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|_| {
+        format!("`{s}` is not a member id: etcdctl prints them in hex, e.g. 8e9e05c52164694d")
+    })
+}
+
+const PROMOTE_EXAMPLES: &str = "\
+Examples:
+  # After `kubeadm join` failed at or before \"promoting the learner\":
+  joinguard etcd promote --cert-dir /etc/kubernetes/pki --node-name cp-2 \\
+      --etcd-endpoints https://10.0.0.11:2379,https://10.0.0.12:2379
+  # then: kubeadm join phase control-plane-join mark-control-plane
+
+Exit codes: 0 promoted or already a voter, 1 not promoted (the message says why),
+2 invalid input, 3 trust failure.";
+
+const CLEANUP_EXAMPLES: &str = "\
+Examples:
+  # What would be removed (nothing is changed):
+  joinguard etcd cleanup --dry-run --cert-dir /etc/kubernetes/pki --node-name cp-2 \\
+      --etcd-endpoints https://10.0.0.11:2379
+  # Remove it, then run a fresh kubeadm join:
+  joinguard etcd cleanup --cert-dir /etc/kubernetes/pki --node-name cp-2 \\
+      --etcd-endpoints https://10.0.0.11:2379
+
+Exit codes: 0 removed or nothing to remove, 1 refused (the message says why),
+2 invalid input, 3 trust failure.";
 
 const MONITOR_EXAMPLES: &str = "\
 Examples:

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod etcd;
 pub mod logging;
 pub mod manual;
 pub mod version;

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use joinguard::cli::Command;
+use joinguard::cli::{Command, EtcdCommand};
 use joinguard::commands::{self, exit};
 
 fn main() -> ExitCode {
@@ -21,6 +21,8 @@ fn main() -> ExitCode {
                 Command::UpdateStatus(args) => commands::update_status(&rt, (*args).into()),
                 Command::Trace(args) => commands::trace(&rt, (*args).into()),
                 Command::Monitor(args) => commands::monitor(&rt, &args.config, args.listen),
+                Command::Etcd(EtcdCommand::Promote(args)) => joinguard::etcd::promote(&rt, *args),
+                Command::Etcd(EtcdCommand::Cleanup(args)) => joinguard::etcd::cleanup(&rt, *args),
                 Command::Version(_) | Command::Completion(_) | Command::Man(_) => exit::FIT,
             },
             Err(e) => {

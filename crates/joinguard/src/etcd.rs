@@ -1,0 +1,260 @@
+//! `joinguard etcd promote` and `joinguard etcd cleanup`: flags -> the core's `PromoteSpec` /
+//! `CleanupSpec` (TLS material loaded and checked here, so a bad file is exit 2 before any etcd
+//! call), progress to stderr as it happens, the outcome to stdout, and the exit code.
+//!
+//! The certificate directory follows kubeadm: its own etcd client during a join uses
+//! `etcd/ca.crt` and `apiserver-etcd-client.{crt,key}` under `--cert-dir`
+//! (`etcdutil.NewFromCluster` in `cmd/kubeadm/app/util/etcd/etcd.go`; file names from
+//! `cmd/kubeadm/app/constants/constants.go`).
+
+use std::path::{Path, PathBuf};
+
+use joinguard_core::learner::{
+    self, CleanupOutcome, CleanupSpec, EtcdAccess, LearnerError, MemberRef, NodeRef,
+    PromoteOutcome, PromoteSpec,
+};
+use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::Recorder;
+use serde_json::json;
+use tokio::runtime::Runtime;
+
+use crate::cli::{CleanupArgs, EtcdMemberArgs, Output, PromoteArgs};
+use crate::commands::{exit, say, stdout};
+
+/// kubeadm's file names under the certificate directory.
+const CA: &str = "etcd/ca.crt";
+const CLIENT_CERT: &str = "apiserver-etcd-client.crt";
+const CLIENT_KEY: &str = "apiserver-etcd-client.key";
+
+struct Resolved {
+    access: EtcdAccess,
+    node: NodeRef,
+}
+
+/// `need_node`: promote always needs this node's name or address; cleanup not when
+/// `--member-id` names the member.
+fn resolve(cmd: &str, a: &EtcdMemberArgs, need_node: bool) -> Result<Resolved, String> {
+    let (ca, cert, key): (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) = match &a.cert_dir {
+        Some(dir) => (
+            Some(dir.join(CA)),
+            Some(dir.join(CLIENT_CERT)),
+            Some(dir.join(CLIENT_KEY)),
+        ),
+        None => (
+            a.etcd_cacert.clone(),
+            a.etcd_cert.clone(),
+            a.etcd_key.clone(),
+        ),
+    };
+    let ca = ca.ok_or_else(|| {
+        format!(
+            "{cmd} needs the etcd CA: --etcd-cacert FILE, or --cert-dir DIR (kubeadm's \
+             /etc/kubernetes/pki, which holds {CA})"
+        )
+    })?;
+    let ca = CaBundle::load(TlsFlag::EtcdCacert, &ca).map_err(|e| e.to_string())?;
+    let identity = match (cert, key) {
+        (Some(c), Some(k)) => Some(load_identity(&c, &k)?),
+        _ => None,
+    };
+    if need_node && a.node_name.is_none() && a.apiserver_advertise_address.is_none() {
+        return Err(format!(
+            "{cmd} needs this node's identity: --node-name NAME (its etcd member's name) and/or \
+             --apiserver-advertise-address IP (its peer URL is https://IP:2380)"
+        ));
+    }
+    Ok(Resolved {
+        access: EtcdAccess {
+            endpoints: a.etcd_endpoints.clone(),
+            ca,
+            identity,
+        },
+        node: NodeRef::new(a.node_name.as_deref(), a.apiserver_advertise_address),
+    })
+}
+
+fn load_identity(cert: &Path, key: &Path) -> Result<ClientIdentity, String> {
+    ClientIdentity::load(cert, key).map_err(|e| e.to_string())
+}
+
+fn error_code(e: &LearnerError) -> u8 {
+    match e {
+        LearnerError::Invalid(_) => exit::INVALID_INPUT,
+        e if e.is_trust() => exit::TRUST_FAILURE,
+        _ => exit::UNFIT,
+    }
+}
+
+fn progress(cmd: &'static str) -> impl Fn(&learner::Progress) + Sync {
+    move |p| say(&format!("[{cmd}] {p}"))
+}
+
+fn member_json(m: &MemberRef) -> serde_json::Value {
+    json!({
+        "id": format!("{:x}", m.id),
+        "name": m.name,
+        "peerURLs": m.peer_urls,
+        "state": m.state.to_string(),
+    })
+}
+
+fn document(
+    cmd: &str,
+    result: &str,
+    message: &str,
+    member: Option<&MemberRef>,
+    recorder: &Recorder,
+) -> String {
+    let doc = json!({
+        "schemaVersion": 2,
+        "command": cmd,
+        "result": result,
+        "message": message,
+        "member": member.map(member_json),
+        "attempts": recorder.records(),
+    });
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    )
+}
+
+fn print(
+    output: Output,
+    cmd: &str,
+    result: &str,
+    message: &str,
+    member: Option<&MemberRef>,
+    rec: &Recorder,
+) {
+    match output {
+        Output::Text => stdout(&format!("[{cmd}] {message}\n")),
+        Output::Json => stdout(&document(cmd, result, message, member, rec)),
+    }
+}
+
+/// `joinguard etcd promote`.
+pub fn promote(rt: &Runtime, args: PromoteArgs) -> u8 {
+    const CMD: &str = "etcd promote";
+    let r = match resolve(CMD, &args.member, true) {
+        Ok(r) => r,
+        Err(e) => {
+            say(&format!("joinguard {CMD}: {e}"));
+            return exit::INVALID_INPUT;
+        }
+    };
+    let spec = PromoteSpec {
+        access: r.access,
+        node: r.node,
+        timeout: args.member.timeout,
+        per_attempt: None,
+        learner_metrics_url: Some(args.learner_metrics_url),
+    };
+    let recorder = Recorder::new();
+    let out = args.member.output;
+    match rt.block_on(learner::promote::promote_recorded(
+        &spec,
+        &progress("etcd"),
+        &recorder,
+    )) {
+        Ok(PromoteOutcome::Promoted {
+            member,
+            waited,
+            promote_calls,
+            confirmed_by_reread,
+        }) => {
+            let how = if confirmed_by_reread {
+                ", the answer was lost and the member list confirmed it"
+            } else {
+                ""
+            };
+            let msg = format!(
+                "promoted {member} after {:.1}s ({promote_calls} MemberPromote call{}{how}); \
+                 next: kubeadm join phase control-plane-join mark-control-plane",
+                waited.as_secs_f64(),
+                if promote_calls == 1 { "" } else { "s" },
+            );
+            print(out, CMD, "promoted", &msg, Some(&member), &recorder);
+            exit::FIT
+        }
+        Ok(PromoteOutcome::AlreadyVoter { member }) => {
+            let msg = format!("{member} is already a voter: nothing to do");
+            print(out, CMD, "nothingToDo", &msg, Some(&member), &recorder);
+            exit::FIT
+        }
+        Ok(PromoteOutcome::Refused(why)) => {
+            print(out, CMD, "refused", &why, None, &recorder);
+            exit::UNFIT
+        }
+        Err(e) => {
+            say(&format!("joinguard {CMD}: {e}"));
+            if out == Output::Json {
+                stdout(&document(CMD, "failed", &e.to_string(), None, &recorder));
+            }
+            error_code(&e)
+        }
+    }
+}
+
+/// `joinguard etcd cleanup`.
+pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> u8 {
+    const CMD: &str = "etcd cleanup";
+    let r = match resolve(CMD, &args.member, args.member_id.is_none()) {
+        Ok(r) => r,
+        Err(e) => {
+            say(&format!("joinguard {CMD}: {e}"));
+            return exit::INVALID_INPUT;
+        }
+    };
+    let spec = CleanupSpec {
+        access: r.access,
+        node: r.node,
+        member_id: args.member_id,
+        dry_run: args.dry_run,
+        timeout: args.member.timeout,
+        per_attempt: None,
+    };
+    let recorder = Recorder::new();
+    let out = args.member.output;
+    let quorum_note = |q: &Option<learner::Quorum>| match q {
+        Some(q) => format!(" ({q})"),
+        None => String::new(),
+    };
+    match rt.block_on(learner::cleanup::cleanup_recorded(
+        &spec,
+        &progress("etcd"),
+        &recorder,
+    )) {
+        Ok(CleanupOutcome::Removed { member, quorum, .. }) => {
+            let msg = format!(
+                "removed {member}{}; next: a fresh kubeadm join",
+                quorum_note(&quorum)
+            );
+            print(out, CMD, "removed", &msg, Some(&member), &recorder);
+            exit::FIT
+        }
+        Ok(CleanupOutcome::WouldRemove { member, quorum }) => {
+            let msg = format!(
+                "dry run: would remove {member}{}; nothing was changed",
+                quorum_note(&quorum)
+            );
+            print(out, CMD, "wouldRemove", &msg, Some(&member), &recorder);
+            exit::FIT
+        }
+        Ok(CleanupOutcome::NothingToDo(why)) => {
+            print(out, CMD, "nothingToDo", &why, None, &recorder);
+            exit::FIT
+        }
+        Ok(CleanupOutcome::Refused(why)) => {
+            print(out, CMD, "refused", &why, None, &recorder);
+            exit::UNFIT
+        }
+        Err(e) => {
+            say(&format!("joinguard {CMD}: {e}"));
+            if out == Output::Json {
+                stdout(&document(CMD, "failed", &e.to_string(), None, &recorder));
+            }
+            error_code(&e)
+        }
+    }
+}
