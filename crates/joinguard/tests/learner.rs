@@ -713,7 +713,7 @@ fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
         cmd.arg("etcd").args(args);
         let r = netlab::harness::run(&mut cmd, Duration::from_secs(60));
         // Shown with --nocapture: docs/etcd-learner.md quotes these runs.
-        println!(
+        eprintln!(
             "$ joinguard etcd {}\n{}{}exit {}\n",
             args.join(" "),
             r.stderr,
