@@ -35,6 +35,8 @@ pub struct EtcdMemberHealth {
     pub raft_term: Option<u64>,
     /// Backend size in bytes.
     pub db_size: Option<u64>,
+    /// The server's version, e.g. "3.5.1" (Status).
+    pub version: Option<String>,
 }
 
 impl EtcdMemberHealth {

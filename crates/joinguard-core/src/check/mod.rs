@@ -7,7 +7,8 @@
 //!
 //! Its rooms: `model` (names, statuses, results, verdict, ignore list), `thresholds` (the limits
 //! and their bases), one file per judge (`latency`, `loss`, `etcd_health`, `api`, `clock`,
-//! `snapshot`, `identity`), and `wording` (formatting helpers shared by the messages).
+//! `snapshot`, `identity`), `member` (which etcd member is this node's, its state, quorum:
+//! shared with the `learner` command), and `wording` (formatting helpers shared by the messages).
 //! [`Checker`] is the facade: it holds the limits and the ignore list, and its judges are
 //! `impl Checker` blocks in the judges' files.
 
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::probe::ProbeKind;
 use crate::sampling::SamplingPolicy;
 use crate::stats::Summary;
-use crate::target::TargetKind;
+use crate::target::{Target, TargetKind};
 
 /// Process exit codes (issue 3; the CLI returns them, scripts branch on them).
 pub mod exit {
@@ -32,11 +33,14 @@ pub mod exit {
 
 mod api;
 mod clock;
+mod cluster;
 mod etcd_health;
 mod identity;
 mod latency;
 mod loss;
+pub mod member;
 mod model;
+mod reach;
 mod snapshot;
 mod thresholds;
 mod wording;
@@ -45,6 +49,7 @@ pub use etcd_health::EtcdMemberHealth;
 pub use model::{
     CheckName, CheckNameError, CheckResult, IgnoreList, Status, Verdict, CLUSTER_TARGET,
 };
+pub use reach::unreachable_endpoints;
 pub use thresholds::{Threshold, Thresholds};
 
 /// Judges figures and facts. Holds the limits, the sampling policy (the loss verdict depends on
@@ -63,6 +68,22 @@ impl Checker {
             sampling: SamplingPolicy::default(),
             ignore,
         }
+    }
+
+    /// Every check the measurements decide, the ignore list not yet applied: the reachability
+    /// of every target the run was given (`targets`), then latency and loss. The streams of a
+    /// target that never answered are not judged again for latency (the reachability error
+    /// says it all); its ICMP loss stream still is, as a dark host shows there.
+    pub fn judge(&self, targets: &[Target], summaries: &[Summary]) -> Vec<CheckResult> {
+        let silent = unreachable_endpoints(targets, summaries);
+        let mut out = self.reachability(targets, summaries);
+        let answered: Vec<Summary> = summaries
+            .iter()
+            .filter(|s| s.probe == ProbeKind::IcmpEcho || !silent.contains(&s.target.endpoint))
+            .cloned()
+            .collect();
+        out.extend(self.evaluate_summaries(&answered));
+        out
     }
 
     /// Every check that summaries alone can decide: latency per target and probe, and packet
@@ -139,3 +160,6 @@ impl Checker {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod reach_tests;

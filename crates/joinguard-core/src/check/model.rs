@@ -26,10 +26,22 @@ pub enum CheckName {
     ClockSkew,
     /// Warns that no etcd identity was given, so etcd checks fell back to TCP and TLS timing.
     EtcdIdentity,
+    /// The API endpoint answered on its port (`reach`).
+    ApiServerReachable,
+    /// An etcd member's client URL answered.
+    EtcdClientReachable,
+    /// An etcd member's peer URL answered.
+    EtcdPeerReachable,
+    /// A member was added and never started (`cluster`).
+    EtcdUnstartedMember,
+    /// A member already holds this node's name or peer URL.
+    EtcdMemberRegistered,
+    /// Members run different etcd minor versions.
+    EtcdVersionSkew,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 10] = [
+    pub const ALL: [CheckName; 16] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -40,6 +52,12 @@ impl CheckName {
         CheckName::EtcdSnapshotTransfer,
         CheckName::ClockSkew,
         CheckName::EtcdIdentity,
+        CheckName::ApiServerReachable,
+        CheckName::EtcdClientReachable,
+        CheckName::EtcdPeerReachable,
+        CheckName::EtcdUnstartedMember,
+        CheckName::EtcdMemberRegistered,
+        CheckName::EtcdVersionSkew,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -56,6 +74,12 @@ impl CheckName {
             CheckName::EtcdSnapshotTransfer => "EtcdSnapshotTransfer",
             CheckName::ClockSkew => "ClockSkew",
             CheckName::EtcdIdentity => "EtcdIdentity",
+            CheckName::ApiServerReachable => "APIServerReachable",
+            CheckName::EtcdClientReachable => "EtcdClientReachable",
+            CheckName::EtcdPeerReachable => "EtcdPeerReachable",
+            CheckName::EtcdUnstartedMember => "EtcdUnstartedMember",
+            CheckName::EtcdMemberRegistered => "EtcdMemberRegistered",
+            CheckName::EtcdVersionSkew => "EtcdVersionSkew",
         }
     }
 

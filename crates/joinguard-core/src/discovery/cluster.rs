@@ -52,7 +52,13 @@ pub struct ClusterFacts {
     /// Stacked etcd members' client URLs from the etcd static pods' annotations (read with a
     /// short-lived in-memory admin certificate; see [`read_cluster`]).
     pub etcd_pod_urls: Vec<String>,
+    /// `certificatesDir`: where kubeadm keeps the cluster's certificates on every control-plane
+    /// node (kubeadm's default `/etc/kubernetes/pki`).
+    pub certificates_dir: Option<String>,
 }
+
+/// kubeadm's default `certificatesDir` (`constants.KubernetesDir` + `pki`).
+pub const DEFAULT_CERTIFICATES_DIR: &str = "/etc/kubernetes/pki";
 
 impl ClusterFacts {
     /// Parses the kubeadm-config ConfigMap.
@@ -70,6 +76,10 @@ impl ClusterFacts {
                 .map(str::to_string),
             ..ClusterFacts::default()
         };
+        f.certificates_dir = cc["certificatesDir"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
         if let Some(eps) = cc["etcd"]["external"]["endpoints"].as_sequence() {
             f.external_etcd = eps
                 .iter()
@@ -381,6 +391,12 @@ pub enum CertSource<'a> {
     KubeadmCerts(&'a [u8; 32]),
     /// `--cert-dir`: already read from disk.
     Files(EtcdMaterial),
+    /// A control-plane join with neither: kubeadm expects the shared certificates already in
+    /// the cluster's `certificatesDir` on this node (`checkIfReadyForAdditionalControlPlane` in
+    /// kubeadm's `cmd/phases/join/preflight.go`: without a certificate key the shared
+    /// certificates must exist), so the etcd identity is read from there once kubeadm-config
+    /// names the directory.
+    CertificatesDir,
 }
 
 /// A client certificate (clientAuth, CN `cn`, O `org`), signed by `ca` with the CA key's own
@@ -465,6 +481,22 @@ pub async fn read_cluster(
     let material = match certs {
         None => return Ok((facts, None)),
         Some(CertSource::Files(m)) => m,
+        Some(CertSource::CertificatesDir) => {
+            let dir = facts
+                .certificates_dir
+                .clone()
+                .unwrap_or_else(|| DEFAULT_CERTIFICATES_DIR.to_string());
+            etcd_material_from_dir(std::path::Path::new(&dir)).map_err(|e| {
+                DiscoveryError::Input(format!(
+                    "a control-plane join without --certificate-key needs the cluster's shared \
+                     certificates on this node, as kubeadm join does, and joinguard needs the \
+                     etcd CA among them to check etcd: {e}. Give one of: --certificate-key \
+                     (with --token: the etcd CA comes from the kubeadm-certs Secret), --cert-dir \
+                     DIR (kubeadm's layout), --config with controlPlane.certificateKey, or \
+                     --etcd-endpoints with --etcd-cacert, --etcd-cert and --etcd-key"
+                ))
+            })?
+        }
         Some(CertSource::KubeadmCerts(k)) => {
             let secret = get(client, "kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
             etcd_material(&secret, k)?

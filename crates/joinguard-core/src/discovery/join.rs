@@ -35,7 +35,16 @@ pub async fn resolve_input(
     notes: &dyn Notes,
 ) -> Result<PreflightInput, Stopped> {
     let line = kubeadm_join_line(&mut args, notes).map_err(Stopped::Invalid)?;
-    let discovery = DiscoveryInput::from_args(&args).map_err(Stopped::Invalid)?;
+    let mut discovery = DiscoveryInput::from_args(&args).map_err(Stopped::Invalid)?;
+    // A control-plane verdict needs the etcd paths: with no etcd input, the identity comes from
+    // the shared certificates kubeadm expects on this node; without token discovery there is
+    // no way to find the members at all.
+    if line.control_plane && !line.explicit_etcd {
+        match &mut discovery {
+            Some(d) => d.shared_certificates = true,
+            None => return Err(Stopped::Invalid(NO_ETCD_INPUT.to_string())),
+        }
+    }
     let mut input =
         PreflightInput::from_args(&args).map_err(|e| Stopped::Invalid(e.to_string()))?;
     if let Some(ca) = line.file_ca {
@@ -71,6 +80,15 @@ pub async fn resolve_input(
     }
     Ok(input)
 }
+
+/// A control-plane join given neither token discovery nor any etcd input.
+const NO_ETCD_INPUT: &str = "a control-plane join needs its etcd paths checked, and nothing \
+     given lets joinguard find or reach the etcd members. Give one of: --token with \
+     --discovery-token-ca-cert-hash and --certificate-key (as kubeadm join takes them; the etcd \
+     members and CA come from the cluster), --token with --cert-dir DIR or the shared \
+     certificates in /etc/kubernetes/pki, --config with the join's JoinConfiguration, or \
+     --etcd-endpoints with --etcd-cacert, --etcd-cert and --etcd-key. For a worker join, drop \
+     --control-plane";
 
 /// What the kubeadm join line adds to preflight's own inputs.
 struct JoinLine {
@@ -278,6 +296,9 @@ struct DiscoveryInput {
     certificate_key: Option<zeroize::Zeroizing<[u8; 32]>>,
     /// The etcd identity built from `--cert-dir`, read before any network call.
     cert_dir: Option<EtcdMaterial>,
+    /// A control-plane join with no etcd input: read the etcd identity from the cluster's
+    /// `certificatesDir`, where kubeadm expects the shared certificates.
+    shared_certificates: bool,
 }
 
 /// What discovery adds to the flags.
@@ -360,6 +381,7 @@ impl DiscoveryInput {
             trust,
             certificate_key,
             cert_dir,
+            shared_certificates: false,
         }))
     }
 
@@ -426,6 +448,9 @@ impl DiscoveryInput {
             match (&self.certificate_key, &self.cert_dir) {
                 (Some(k), _) => Some(cluster::CertSource::KubeadmCerts(k)),
                 (None, Some(m)) => Some(cluster::CertSource::Files(m.clone())),
+                (None, None) if self.shared_certificates => {
+                    Some(cluster::CertSource::CertificatesDir)
+                }
                 (None, None) => None,
             },
         )
@@ -437,7 +462,7 @@ impl DiscoveryInput {
                 .map(|k| format!("; etcd CA key {k}"))
                 .unwrap_or_default()
         };
-        if let (Some(m), Some(_)) = (&etcd, &self.cert_dir) {
+        if let (Some(m), true) = (&etcd, self.cert_dir.is_some() || self.shared_certificates) {
             notes.note(&format!(
                 "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
                  (valid 1h{})",

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::member::{find_mine, MemberRef, MemberState, NodeRef, Quorum};
 use super::progress::Progress;
 use super::promote::MEMBER_NOT_FOUND;
 use super::{grpc_message, Conn, EtcdAccess, EtcdCallError, LearnerError};
+use crate::check::member::{find_mine, MemberRef, MemberState, NodeRef, Quorum};
 use crate::probe::etcd::MemberInfo;
 use crate::retry::{self, Recorder};
 

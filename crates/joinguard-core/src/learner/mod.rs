@@ -13,7 +13,6 @@
 //! `joinguard etcd promote|cleanup` commands is the CLI's job.
 
 pub mod cleanup;
-pub mod member;
 mod metrics;
 pub mod progress;
 pub mod promote;
@@ -28,6 +27,7 @@ use crate::probe::etcd::{MemberInfo, MemberStatus};
 use crate::probe::identity::{CaBundle, ClientIdentity};
 use crate::retry::{self, Recorder, RetryError, RetryPolicy};
 
+pub use crate::check::member;
 pub use cleanup::{cleanup, CleanupOutcome, CleanupSpec};
 pub use member::{MemberRef, MemberState, NodeRef, Quorum};
 pub use progress::{CatchUp, Progress};

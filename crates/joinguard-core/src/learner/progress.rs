@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::member::MemberRef;
+use crate::check::member::MemberRef;
 
 /// etcd's promotion threshold (`readyPercent`), see the module docs.
 pub const READY_PERCENT: f64 = 0.9;

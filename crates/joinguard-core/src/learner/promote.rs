@@ -13,9 +13,9 @@ use etcd_client::Client;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::member::{find_mine, MemberRef, MemberState, NodeRef};
 use super::progress::{Estimator, Progress, Sample};
 use super::{grpc_message, metrics, Conn, EtcdAccess, EtcdCallError, LearnerError};
+use crate::check::member::{find_mine, MemberRef, MemberState, NodeRef};
 use crate::probe::etcd::{MemberInfo, MemberStatus};
 use crate::retry::{self, Backoff, Recorder};
 

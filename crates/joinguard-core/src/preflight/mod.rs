@@ -15,13 +15,16 @@ pub mod traces;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use crate::check::{exit, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET};
+use crate::check::member::NodeRef;
+use crate::check::{
+    exit, unreachable_endpoints, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET,
+};
 use crate::notes::Notes;
 use crate::retry::{wait_until, Backoff};
 use crate::sampling::SamplingPolicy;
 use crate::spec::Output;
 use crate::stats::Summary;
-use crate::target::TargetKind;
+use crate::target::{Target, TargetKind};
 use report::Report;
 
 pub use crate::discovery::input::{self, InputError, PreflightInput};
@@ -126,13 +129,41 @@ pub async fn check_once(input: &PreflightInput, budget: Duration) -> Outcome {
 
 /// Judges what a run saw.
 pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Report {
+    // This node's own member, when the cluster already holds one with its peer URL (a
+    // re-created node): its peer port is this node's, not a path the join depends on; the
+    // registration itself is judged (EtcdMemberRegistered).
+    let node = if input.control_plane {
+        NodeRef::new(Some(&input.node_name), input.advertise_address)
+    } else {
+        NodeRef::default()
+    };
+    let own_peer = node
+        .peer_url
+        .as_deref()
+        .map(|u| u.trim_start_matches("https://").to_string());
+    let is_own = |endpoint: &str| own_peer.as_deref() == Some(endpoint);
     let summaries: Vec<Summary> = obs
         .series
         .iter()
+        .filter(|s| !(s.target.kind == TargetKind::EtcdPeer && is_own(&s.target.endpoint)))
         .map(|s| Summary::from_samples(&s.target, s.probe, &s.samples))
         .collect();
     let checker = Checker::new(input.thresholds.clone(), input.ignore.clone());
-    let mut checks = checker.evaluate_summaries(&summaries);
+    // Every target the run was given or found in the member list is judged, answered or not.
+    let mut targets: Vec<Target> = input
+        .api
+        .iter()
+        .chain(&input.etcd_clients)
+        .chain(&input.etcd_peers)
+        .cloned()
+        .collect();
+    for m in obs.member_list.iter().flatten() {
+        let (client, peer) = m.targets();
+        targets.extend(client);
+        targets.extend(peer.filter(|p| !is_own(&p.endpoint)));
+    }
+    let silent = unreachable_endpoints(&targets, &summaries);
+    let mut checks = checker.judge(&targets, &summaries);
 
     // Where a host has an ICMP loss stream, that stream alone judges its packet loss: the
     // other probes of that host would judge the same path again, on far fewer samples.
@@ -152,8 +183,23 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
     });
 
     if !obs.members.is_empty() {
-        checks.extend(checker.etcd_health(&obs.members));
+        // A member that did not answer is already an `EtcdClientReachable` error.
+        checks.extend(
+            checker
+                .etcd_health(&obs.members)
+                .into_iter()
+                .filter(|c| !(c.status == Status::Error && silent.contains(&c.target))),
+        );
     }
+    if let Some(list) = &obs.member_list {
+        checks.extend(checker.cluster_state(list, &node));
+    }
+    let versions: Vec<(String, String)> = obs
+        .members
+        .iter()
+        .filter_map(|m| Some((m.endpoint.clone(), m.version.clone()?)))
+        .collect();
+    checks.extend(checker.version_skew(&versions));
     for (target, skew) in &obs.skews {
         checks.push(checker.clock_skew(target, *skew));
     }

@@ -492,8 +492,17 @@ fn client_target<'a>(
                 if let EtcdFailure::Untrusted(t) = &e {
                     shared.trust(format!("{target}: {t}"));
                 }
-                health.failure = Some(etcd_probe_failure(&e));
+                let failure = etcd_probe_failure(&e);
+                health.failure = Some(failure.clone());
                 shared.with(|o| o.members.push(health));
+                // The failed dial is this target's one Status attempt: it is judged.
+                shared.push(
+                    target,
+                    ProbeKind::EtcdStatus,
+                    vec![Sample {
+                        result: Err(failure),
+                    }],
+                );
                 return;
             }
         };
@@ -505,6 +514,7 @@ fn client_target<'a>(
         health.errors = st.errors.clone();
         health.raft_term = Some(st.raft_term);
         health.db_size = u64::try_from(st.db_size).ok();
+        health.version = Some(st.version.clone()).filter(|v| !v.is_empty());
         // Active alarms come from Status' `errors` ("memberID:... alarm:NOSPACE"). AlarmList is
         // not used: etcd serves it through raft, so it would commit a proposal on every member.
         health.alarms = st
@@ -651,6 +661,17 @@ async fn peer_target(
             Err(e) => {
                 if let Some(t) = e.trust_failure() {
                     shared.trust(format!("{target}: {t}"));
+                }
+                let failure = http_probe_failure(&e);
+                if matches!(failure, ProbeFailure::Tls(_)) {
+                    // The peer refused this identity: judged (EtcdPeerReachable), not a note.
+                    shared.push(
+                        &target,
+                        ProbeKind::EtcdPeerProbe,
+                        vec![Sample {
+                            result: Err(failure),
+                        }],
+                    );
                 }
                 shared.note(format!(
                     "{target}: the peer probe could not connect ({e}); its RTT is judged from TCP connects"

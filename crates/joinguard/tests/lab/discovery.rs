@@ -590,7 +590,7 @@ labtest!(
 
 /// Copies what kubeadm's manual certificate distribution copies from a control-plane node's
 /// /etc/kubernetes/pki to a joining one (copycerts.go `certsToTransfer`): byte for byte, modes kept.
-fn copy_shared_pki(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_shared_pki(from: &std::path::Path, to: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
     for rel in netlab::pki::names::SHARED_FILES {
         let (src, dst) = (from.join(rel), to.join(rel));

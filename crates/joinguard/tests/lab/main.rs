@@ -15,6 +15,7 @@ mod monitor;
 mod preflight;
 mod schema;
 mod trace;
+mod unfit;
 mod update_status;
 
 /// The binary under test.
