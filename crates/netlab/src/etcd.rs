@@ -341,7 +341,7 @@ impl EtcdCluster {
         Ok(cluster)
     }
 
-    fn plan_member(&self, host: &Host, learner: bool) -> Member {
+    pub(crate) fn plan_member(&self, host: &Host, learner: bool) -> Member {
         let ip = host.addr();
         Member {
             name: host.name().to_string(),
@@ -358,7 +358,7 @@ impl EtcdCluster {
     /// name; serverAuth and clientAuth; DNS `<node>`, `localhost`; IPs the member's address,
     /// 127.0.0.1, ::1), in `<member dir>/pki/etcd/`, next to the shared files kubeadm has on every
     /// control-plane node.
-    fn issue_member_certs(&self, m: &Member) -> Result<(), Error> {
+    pub(crate) fn issue_member_certs(&self, m: &Member) -> Result<(), Error> {
         let ip = IpAddr::V4(m.addr());
         let pki_dir = m.dir.join("pki");
         self.pki.write_shared(&pki_dir)?;
@@ -765,6 +765,20 @@ impl EtcdCluster {
                 ))
             })?;
         info!(member = %m.name, initial_cluster = %initial_cluster, "etcd learner added");
+        self.members.push(m);
+        self.slots.push(Slot {
+            initial_cluster,
+            initial_state: "existing",
+            process: Mutex::new(None),
+        });
+        let i = self.members.len() - 1;
+        self.launch(i, false)?;
+        Ok(i)
+    }
+
+    /// Starts `m`, already added to the cluster (`member add`), with `--initial-cluster-state
+    /// existing` and `initial_cluster` as the member add answer gave it. Returns its index.
+    pub(crate) fn admit(&mut self, m: Member, initial_cluster: String) -> Result<usize, Error> {
         self.members.push(m);
         self.slots.push(Slot {
             initial_cluster,

@@ -23,6 +23,7 @@ pub mod host;
 pub mod hostile;
 pub mod http;
 pub mod impair;
+pub mod join;
 pub mod lab;
 pub mod measure;
 pub mod metrics;

@@ -10,6 +10,7 @@ use netlab::harness::EnvBuilder;
 
 mod discovery;
 mod hostile;
+mod join_oracle;
 mod kubeadm_join;
 mod monitor;
 mod preflight;

@@ -1,0 +1,115 @@
+//! The join oracle (`netlab::join`): a real etcd learner join from the joiner's namespace, on
+//! kubeadm's budgets, then a stability window. These tests pin what the oracle reports on a
+//! clean path and on a path whose dial kubeadm cannot finish in 2 s (CAPZ #5687), so that the
+//! sweep (`scripts/join-sweep`) can trust it.
+//!
+//! Tests whose name contains `etcd` run twice in CI, once per etcd version.
+
+use std::time::Duration;
+
+use netlab::harness::EnvBuilder;
+use netlab::join::{JoinStep, KubeadmEtcdTiming, StabilityWindow};
+use netlab::{labtest, Impairment};
+
+/// joiner + 3 members, 1 ms each way between the joiner and every member.
+fn lab() -> EnvBuilder {
+    crate::lab()
+        .members(3)
+        .joiner_delay(Duration::from_millis(1))
+}
+
+labtest!(
+    etcd_oracle_a_clean_path_joins_and_stays_stable,
+    lab(),
+    |mut env| {
+        let joiner = env.joiner().clone();
+        let out = env
+            .etcd_mut()
+            .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
+            .expect("lab");
+        eprintln!("oracle, clean path: {}", out.summary());
+        assert!(out.joined(), "{}", out.summary());
+        let steps: Vec<JoinStep> = out.steps.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            steps,
+            [
+                JoinStep::Dial,
+                JoinStep::MemberAdd,
+                JoinStep::Start,
+                JoinStep::PromoteDial,
+                JoinStep::Promote,
+                JoinStep::ClusterHealth
+            ]
+        );
+        // The member really is a voter now, as etcdctl sees it.
+        let list = env
+            .etcd()
+            .etcdctl(env.joiner())
+            .args(["member", "list", "-w", "json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+        let members = v["members"].as_array().unwrap();
+        assert_eq!(members.len(), 4, "{v}");
+        assert!(
+            members
+                .iter()
+                .all(|m| m["isLearner"].as_bool() != Some(true)),
+            "{v}"
+        );
+        let window = StabilityWindow {
+            duration: Duration::from_secs(10),
+            ..StabilityWindow::default()
+        };
+        let st = env.etcd().stability(env.joiner(), &window).expect("lab");
+        eprintln!("oracle, clean path, window: {}", st.summary());
+        assert!(st.requests > 100, "{}", st.summary());
+        assert!(st.stable(), "{}", st.summary());
+        // The window's keys are gone.
+        let left = env
+            .etcd()
+            .etcdctl(env.joiner())
+            .args(["get", "--prefix", "/netlab-oracle/", "--keys-only"])
+            .output()
+            .unwrap();
+        assert!(left.status.success());
+        assert!(
+            String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+            "keys left behind"
+        );
+    }
+);
+
+labtest!(
+    /// A 1.4 s RTT: the TCP and TLS handshakes and the sync cannot finish within kubeadm's
+    /// 2 s blocking dial, so the join fails at its first step, within about 2 s, and nothing
+    /// was added to etcd.
+    etcd_oracle_a_slow_dial_fails_the_join_at_its_first_step,
+    lab(),
+    |mut env| {
+        let joiner = env.joiner().clone();
+        let members: Vec<_> = env.etcd().members().iter().map(|m| m.host.clone()).collect();
+        for m in &members {
+            env.lab()
+                .net()
+                .set_link(&joiner, m, Impairment::delay(Duration::from_millis(700)));
+        }
+        let out = env
+            .etcd_mut()
+            .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
+            .expect("lab");
+        eprintln!("oracle, 1.4 s RTT: {}", out.summary());
+        let (step, why) = out.failed.clone().expect("the join must fail");
+        assert_eq!(step, JoinStep::Dial, "{}", out.summary());
+        assert!(why.contains("deadline"), "{why}");
+        assert!(out.took < Duration::from_secs(3), "{:?}", out.took);
+        // Nothing was added: the member list still has 3 members (read from a member's host).
+        let list = env
+            .etcd()
+            .etcdctl(&members[0])
+            .args(["member", "list"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 3);
+    }
+);
