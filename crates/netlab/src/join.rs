@@ -289,15 +289,14 @@ impl EtcdCluster {
         Ok(out)
     }
 
-    /// Runs the stability window from `from`: every running member gets its own client, and
-    /// writes (under `/netlab-oracle/`, deleted afterwards) alternate with linearizable reads.
-    pub fn stability(&self, from: &Host, window: &StabilityWindow) -> Result<Stability, Error> {
+    /// Runs the stability window: each running member gets the load of the kube-apiserver beside
+    /// it (kubeadm points each API server at its local etcd member), from its own host, so the
+    /// load crosses the paths etcd itself uses (raft between members, the leader's read index),
+    /// as a cluster's does. Writes (under `/netlab-oracle/`, deleted afterwards) alternate with
+    /// linearizable reads.
+    pub fn stability(&self, window: &StabilityWindow) -> Result<Stability, Error> {
         let tls = self.oracle_tls()?;
         let running = self.running();
-        let endpoints: Vec<String> = running
-            .iter()
-            .map(|&i| self.members()[i].client_url.clone())
-            .collect();
         let request_timeout =
             Duration::from_secs(5) + Duration::from_millis(2 * self.spec().election_ms);
         let leader_changes = |c: &EtcdCluster| -> u64 {
@@ -310,9 +309,34 @@ impl EtcdCluster {
                 .sum()
         };
         let before = leader_changes(self);
-        let (requests, failed, mut latencies) =
-            from.block_on(|| load(&tls, &endpoints, window, request_timeout))?;
+        let per_member: Vec<Result<LoadTally, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = running
+                .iter()
+                .map(|&i| {
+                    let m = &self.members()[i];
+                    let tls = &tls;
+                    s.spawn(move || {
+                        m.host
+                            .block_on(|| load(tls, i, &m.client_url, window, request_timeout))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Etcd("load thread panicked".into())))
+                })
+                .collect()
+        });
         let after = leader_changes(self);
+        let (mut requests, mut failed, mut latencies) = (0, 0, Vec::new());
+        for r in per_member {
+            let (r, f, l) = r?;
+            requests += r;
+            failed += f;
+            latencies.extend(l);
+        }
         latencies.sort_by(f64::total_cmp);
         let pick = |q: f64| -> f64 {
             if latencies.is_empty() {
@@ -331,6 +355,38 @@ impl EtcdCluster {
             leader_changes: after.saturating_sub(before),
             request_timeout,
         })
+    }
+
+    /// Grows the database by about `bytes`, written from `from` (a member's host, so the
+    /// joiner's impaired path is not in the way): 100 KB values under `/netlab-fill/`. What a
+    /// learner must receive as a snapshot; the keys stay for the life of the cluster.
+    pub fn fill(&self, from: &Host, bytes: u64) -> Result<u64, Error> {
+        const VALUE: usize = 100 * 1024;
+        let tls = self.oracle_tls()?;
+        let endpoints: Vec<String> = self
+            .running()
+            .iter()
+            .map(|&i| self.members()[i].client_url.clone())
+            .collect();
+        let n = bytes.div_ceil(VALUE as u64);
+        from.block_on(|| async {
+            let mut c = within(
+                Duration::from_secs(10),
+                Client::connect(&endpoints, Some(tls.options(Duration::from_secs(10)))),
+            )
+            .await
+            .map_err(Error::Etcd)?;
+            let value = vec![b'f'; VALUE];
+            for k in 0..n {
+                within(
+                    Duration::from_secs(10),
+                    c.put(format!("/netlab-fill/{k:06}"), value.clone(), None),
+                )
+                .await
+                .map_err(|e| Error::Etcd(format!("fill: put {k}: {e}")))?;
+            }
+            Ok(n * VALUE as u64)
+        })?
     }
 
     fn oracle_tls(&self) -> Result<Tls, Error> {
@@ -520,96 +576,54 @@ async fn promote_and_wait(
     ));
 }
 
-/// The window's load: one task per member, paced; returns (requests, failed, latencies in ms).
+/// One member's load: (requests, failed, latencies in ms).
+type LoadTally = (u64, u64, Vec<f64>);
+
+/// One member's share of the window's load: paced requests to `endpoint`; returns (requests,
+/// failed, latencies in ms).
 async fn load(
     tls: &Tls,
-    endpoints: &[String],
+    n: usize,
+    endpoint: &str,
     window: &StabilityWindow,
     request_timeout: Duration,
-) -> (u64, u64, Vec<f64>) {
+) -> LoadTally {
     let end = tokio::time::Instant::now() + window.duration;
     let pace = Duration::from_secs(1) / window.rate_per_member.max(1);
     let value = vec![b'x'; window.value_bytes];
-    let per_member = endpoints.iter().enumerate().map(|(n, ep)| {
-        let value = value.clone();
-        async move {
-            let (mut requests, mut failed, mut lat) = (0u64, 0u64, Vec::new());
-            let mut client = match within(
-                request_timeout,
-                Client::connect([ep], Some(tls.options(request_timeout))),
-            )
-            .await
-            {
-                Ok(c) => c,
-                Err(_) => return (1, 1, vec![request_timeout.as_secs_f64() * 1000.0]),
-            };
-            let mut k = 0u64;
-            while tokio::time::Instant::now() < end {
-                let key = format!("/netlab-oracle/{n}/{}", k % 64);
-                let t = Instant::now();
-                let r = if k.is_multiple_of(2) {
-                    within(request_timeout, client.put(key, value.clone(), None))
-                        .await
-                        .map(|_| ())
-                } else {
-                    // Linearizable (the default): through the leader's read index.
-                    within(request_timeout, client.get(key, None))
-                        .await
-                        .map(|_| ())
-                };
-                requests += 1;
-                lat.push(t.elapsed().as_secs_f64() * 1000.0);
-                if r.is_err() {
-                    failed += 1;
-                }
-                k += 1;
-                tokio::time::sleep(pace.saturating_sub(t.elapsed())).await;
-            }
-            let _ = within(
-                request_timeout,
-                client.delete(
-                    format!("/netlab-oracle/{n}/"),
-                    Some(DeleteOptions::new().with_prefix()),
-                ),
-            )
-            .await;
-            (requests, failed, lat)
-        }
-    });
-    let results = futures_join(per_member.collect()).await;
-    results
-        .into_iter()
-        .fold((0, 0, Vec::new()), |(r, f, mut l), (r2, f2, l2)| {
-            l.extend(l2);
-            (r + r2, f + f2, l)
-        })
-}
-
-/// Joins futures on the current thread (netlab has no futures crate).
-async fn futures_join<F: std::future::Future>(futs: Vec<F>) -> Vec<F::Output> {
-    let mut set = Vec::new();
-    for f in futs {
-        set.push(Box::pin(f));
-    }
-    let mut out: Vec<Option<F::Output>> = set.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in set.iter_mut().enumerate() {
-            if out[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => out[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
+    let (mut requests, mut failed, mut lat) = (0u64, 0u64, Vec::new());
+    let connect = Client::connect([endpoint], Some(tls.options(request_timeout)));
+    let mut client = match within(request_timeout, connect).await {
+        Ok(c) => c,
+        Err(_) => return (1, 1, vec![request_timeout.as_secs_f64() * 1000.0]),
+    };
+    let mut k = 0u64;
+    while tokio::time::Instant::now() < end {
+        let key = format!("/netlab-oracle/{n}/{}", k % 64);
+        let t = Instant::now();
+        let r = if k.is_multiple_of(2) {
+            within(request_timeout, client.put(key, value.clone(), None))
+                .await
+                .map(|_| ())
         } else {
-            std::task::Poll::Ready(())
+            // Linearizable (the default): through the leader's read index.
+            within(request_timeout, client.get(key, None))
+                .await
+                .map(|_| ())
+        };
+        requests += 1;
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        if r.is_err() {
+            failed += 1;
         }
-    })
+        k += 1;
+        tokio::time::sleep(pace.saturating_sub(t.elapsed())).await;
+    }
+    let prefix = format!("/netlab-oracle/{n}/");
+    let _ = within(
+        request_timeout,
+        client.delete(prefix, Some(DeleteOptions::new().with_prefix())),
+    )
     .await;
-    out.into_iter()
-        .map(|o| o.expect("every future finished"))
-        .collect()
+    (requests, failed, lat)
 }

@@ -37,6 +37,8 @@ pub struct EtcdMemberHealth {
     pub db_size: Option<u64>,
     /// The server's version, e.g. "3.5.1" (Status).
     pub version: Option<String>,
+    /// The raft index this member has applied (Status), to show a learner's catch-up.
+    pub applied_index: Option<u64>,
 }
 
 impl EtcdMemberHealth {
@@ -89,13 +91,31 @@ impl Checker {
                 continue;
             }
             if m.is_learner {
+                // Its state, as etcd tells it: how far it has applied the leader's log.
+                let leader_index = reachable
+                    .iter()
+                    .find(|o| o.member_id.is_some() && o.member_id == m.leader())
+                    .and_then(|l| l.applied_index);
+                let state = match (m.applied_index, leader_index) {
+                    (Some(a), Some(l)) if l > 0 => format!(
+                        " (started; it has applied {a} of the leader's {l} log entries, {:.0}%{})",
+                        (a as f64 / l as f64 * 100.0).min(100.0),
+                        if a as f64 >= 0.9 * l as f64 {
+                            ": in sync, promotable"
+                        } else {
+                            ": still catching up"
+                        }
+                    ),
+                    _ => " (started)".to_string(),
+                };
                 out.push(result(
                     &m.endpoint,
                     Status::Error,
                     format!(
-                        "etcd member {} is already a learner; etcd allows one learner, so the \
-                         join would fail with \"etcdserver: too many learner members in \
-                         cluster\". Wait for it to be promoted, or remove it if its join failed",
+                        "etcd member {} is already a learner{state}; etcd allows one learner, \
+                         so the join would fail with \"etcdserver: too many learner members in \
+                         cluster\". Wait for it to be promoted (joinguard etcd promote on its \
+                         node), or remove it if its join failed (joinguard etcd cleanup)",
                         m.label()
                     ),
                 ));

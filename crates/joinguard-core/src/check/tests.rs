@@ -456,11 +456,30 @@ fn etcd_health_existing_learner_is_an_error() {
     let c = Checker::default();
     let mut l = member("198.18.0.5:2379", "m4", 4, 1);
     l.is_learner = true;
-    let rs = c.etcd_health(&[member("198.18.0.2:2379", "m1", 1, 1), l]);
+    let rs = c.etcd_health(&[member("198.18.0.2:2379", "m1", 1, 1), l.clone()]);
     let e = rs.iter().find(|r| r.status == Status::Error).unwrap();
     assert!(e.message.starts_with(
-        "etcd member m4 (198.18.0.5:2380) is already a learner; etcd allows one learner, so the join would fail with \"etcdserver: too many learner members in cluster\""
+        "etcd member m4 (198.18.0.5:2380) is already a learner (started); etcd allows one learner, so the join would fail with \"etcdserver: too many learner members in cluster\""
     ), "{}", e.message);
+
+    // Its catch-up, from the applied indexes the members report.
+    let mut leader = member("198.18.0.2:2379", "m1", 1, 1);
+    leader.applied_index = Some(1000);
+    for (applied, state) in [
+        (950, "95%: in sync, promotable"),
+        (400, "40%: still catching up"),
+    ] {
+        l.applied_index = Some(applied);
+        let rs = c.etcd_health(&[leader.clone(), l.clone()]);
+        let e = rs.iter().find(|r| r.status == Status::Error).unwrap();
+        assert!(
+            e.message.contains(&format!(
+                "already a learner (started; it has applied {applied} of the leader's 1000 log entries, {state})"
+            )),
+            "{}",
+            e.message
+        );
+    }
 }
 
 #[test]

@@ -515,6 +515,7 @@ fn client_target<'a>(
         health.raft_term = Some(st.raft_term);
         health.db_size = u64::try_from(st.db_size).ok();
         health.version = Some(st.version.clone()).filter(|v| !v.is_empty());
+        health.applied_index = Some(st.raft_applied_index);
         // Active alarms come from Status' `errors` ("memberID:... alarm:NOSPACE"). AlarmList is
         // not used: etcd serves it through raft, so it would commit a proposal on every member.
         health.alarms = st

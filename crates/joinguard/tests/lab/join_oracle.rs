@@ -61,7 +61,7 @@ labtest!(
             duration: Duration::from_secs(10),
             ..StabilityWindow::default()
         };
-        let st = env.etcd().stability(env.joiner(), &window).expect("lab");
+        let st = env.etcd().stability(&window).expect("lab");
         eprintln!("oracle, clean path, window: {}", st.summary());
         assert!(st.requests > 100, "{}", st.summary());
         assert!(st.stable(), "{}", st.summary());
@@ -111,5 +111,80 @@ labtest!(
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 3);
+    }
+);
+
+/// joinguard's verdict from the joiner, as `(exit code, checks in error)`.
+fn verdict(env: &netlab::harness::LabEnv) -> (i32, Vec<String>) {
+    let id = env.etcd().client_identity();
+    let run = env.run([
+        "preflight".to_string(),
+        "-o".into(),
+        "json".into(),
+        "--etcd-endpoints".into(),
+        env.etcd().client_endpoints().join(","),
+        "--etcd-cacert".into(),
+        id.ca.display().to_string(),
+        "--etcd-cert".into(),
+        id.cert.display().to_string(),
+        "--etcd-key".into(),
+        id.key.display().to_string(),
+    ]);
+    let v = run.json();
+    let errors = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "error")
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    (run.code, errors)
+}
+
+labtest!(
+    /// The verdict against the oracle on two cells whose outcome is not in doubt: a clean path
+    /// (fit, and the join works and stays stable) and a 1.4 s RTT (unfit, and the join fails).
+    /// The cell near a boundary joins this test once the sweep has located the boundaries.
+    etcd_verdict_agrees_with_the_oracle_on_a_clean_and_a_failing_path,
+    lab(),
+    |mut env| {
+        let joiner = env.joiner().clone();
+        let (code, errors) = verdict(&env);
+        assert_eq!((code, errors.as_slice()), (0, &[] as &[String]), "clean path");
+
+        let members: Vec<_> = env.etcd().members().iter().map(|m| m.host.clone()).collect();
+        for m in &members {
+            env.lab()
+                .net()
+                .set_link(&joiner, m, Impairment::delay(Duration::from_millis(700)));
+        }
+        let (code, errors) = verdict(&env);
+        assert_eq!(code, 1, "1.4 s RTT: {errors:?}");
+        assert!(errors.iter().any(|e| e == "EtcdPeerLatency"), "{errors:?}");
+        let out = env
+            .etcd_mut()
+            .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
+            .expect("lab");
+        assert!(!out.joined(), "unfit, and the join failed: {}", out.summary());
+
+        // Back to a clean path: fit, and the join works and stays stable.
+        for m in &members {
+            env.lab()
+                .net()
+                .set_link(&joiner, m, Impairment::delay(Duration::from_millis(1)));
+        }
+        let (code, errors) = verdict(&env);
+        assert_eq!(code, 0, "clean again: {errors:?}");
+        let out = env
+            .etcd_mut()
+            .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
+            .expect("lab");
+        assert!(out.joined(), "{}", out.summary());
+        let window = StabilityWindow {
+            duration: Duration::from_secs(10),
+            ..StabilityWindow::default()
+        };
+        let st = env.etcd().stability(&window).expect("lab");
+        assert!(st.stable(), "{}", st.summary());
     }
 );

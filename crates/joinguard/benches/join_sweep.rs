@@ -1,0 +1,469 @@
+//! The join sweep (issue 26): for each cell of impairments, joinguard's verdict beside what a
+//! real join did. One impaired path, the joiner's links only; per cell a fresh lab, the database
+//! grown to the cell's size, `joinguard preflight` from the joiner, then the join oracle
+//! (`netlab::join`: a real etcd learner join on kubeadm's budgets) and, if it joined, a
+//! stability window under load. One CSV row per cell.
+//!
+//! Run as root with the lab's prerequisites: `scripts/join-sweep` (bounded in time, resumable:
+//! cells already in the CSV are skipped). Environment:
+//! - `JOINGUARD_SWEEP_CSV`: the CSV (default `target/bench/join-sweep.csv`);
+//! - `JOINGUARD_SWEEP_CELLS`: `grid` (default; the cells that locate each boundary) or `smoke`;
+//! - `JOINGUARD_SWEEP_BUDGET`: stop starting cells after this long (default `90m`);
+//! - `JOINGUARD_SWEEP_WINDOW`: the stability window (default `30s`);
+//! - `JOINGUARD_ETCD_BIN_34`, `JOINGUARD_ETCD_BIN_35`: the etcd binaries (`.cache/env`).
+//!
+//! Impairments are per direction on each joiner-member link: delay = RTT/2, normal jitter of
+//! sigma `jitter` each way, loss `loss` each way (a round trip loses about twice that), rate
+//! limit each way.
+
+#![allow(clippy::print_stdout)] // A benchmark prints its figures.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use netlab::etcd::EtcdSpec;
+use netlab::harness::{EnvBuilder, LabEnv};
+use netlab::join::{KubeadmEtcdTiming, StabilityWindow};
+use netlab::Impairment;
+use plotters::prelude::*;
+use serde_json::Value;
+
+const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+const HEADER: &str = "cell,members,etcd,rtt_ms,jitter_ms,loss_pct,rate_mbit,db_mb,\
+verdict,exit,errors,warnings,join,join_step,join_s,requests,failed,past_timeout,p99_ms,\
+leader_changes,joinable,agreement,cell_s";
+
+/// One cell of the grid.
+#[derive(Clone, Debug)]
+struct Cell {
+    /// Existing members (the join makes one more).
+    members: usize,
+    /// "3.4" or "3.5".
+    etcd: &'static str,
+    rtt_ms: u64,
+    jitter_ms: u64,
+    loss_pct: f64,
+    /// 0: no rate limit.
+    rate_mbit: u64,
+    db_mb: u64,
+}
+
+impl Cell {
+    fn key(&self) -> String {
+        format!(
+            "m{}-etcd{}-rtt{}-j{}-l{}-r{}-db{}",
+            self.members,
+            self.etcd,
+            self.rtt_ms,
+            self.jitter_ms,
+            self.loss_pct,
+            self.rate_mbit,
+            self.db_mb
+        )
+    }
+
+    fn impairment(&self) -> Impairment {
+        let mut imp = Impairment::delay(Duration::from_micros(self.rtt_ms * 500));
+        if self.jitter_ms > 0 {
+            imp = imp.with_jitter(Duration::from_millis(self.jitter_ms));
+        }
+        if self.loss_pct > 0.0 {
+            imp = imp.with_loss(self.loss_pct / 100.0);
+        }
+        if self.rate_mbit > 0 {
+            imp = imp.with_rate(self.rate_mbit * 1_000_000);
+        }
+        imp
+    }
+}
+
+fn cell(members: usize, etcd: &'static str, rtt_ms: u64) -> Cell {
+    Cell {
+        members,
+        etcd,
+        rtt_ms,
+        jitter_ms: 0,
+        loss_pct: 0.0,
+        rate_mbit: 0,
+        db_mb: 10,
+    }
+}
+
+/// The cells that locate each boundary: RTT alone on both topologies, loss and jitter at a
+/// moderate RTT, bandwidth with a large database, and etcd 3.5 around the RTT boundary. The
+/// 3 -> 4 cells come first (kubeadm's usual HA join), so a budget cut keeps the most asked ones.
+fn grid() -> Vec<Cell> {
+    let mut v = Vec::new();
+    for members in [3, 1] {
+        for rtt in [2, 20, 50, 80, 120, 200, 300] {
+            v.push(cell(members, "3.4", rtt));
+        }
+        for loss in [1.0, 3.0, 10.0] {
+            v.push(Cell {
+                loss_pct: loss,
+                ..cell(members, "3.4", 20)
+            });
+        }
+        for jitter in [10, 30] {
+            v.push(Cell {
+                jitter_ms: jitter,
+                ..cell(members, "3.4", 50)
+            });
+        }
+    }
+    for rate in [1, 10, 100] {
+        v.push(Cell {
+            rate_mbit: rate,
+            db_mb: 100,
+            ..cell(3, "3.4", 20)
+        });
+    }
+    for rtt in [50, 80, 120, 200] {
+        v.push(cell(3, "3.5", rtt));
+    }
+    v
+}
+
+fn smoke() -> Vec<Cell> {
+    vec![cell(3, "3.4", 2), cell(3, "3.4", 80), cell(3, "3.4", 300)]
+}
+
+/// The verdict: (verdict, exit code, checks in error, checks warning).
+fn preflight(env: &LabEnv) -> (String, i32, Vec<String>, Vec<String>) {
+    let id = env.etcd().client_identity();
+    let run = env.run([
+        "preflight".to_string(),
+        "-o".into(),
+        "json".into(),
+        "--timeout".into(),
+        "30s".into(),
+        "--etcd-endpoints".into(),
+        env.etcd().client_endpoints().join(","),
+        "--etcd-cacert".into(),
+        id.ca.display().to_string(),
+        "--etcd-cert".into(),
+        id.cert.display().to_string(),
+        "--etcd-key".into(),
+        id.key.display().to_string(),
+    ]);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    let names = |status: &str| -> Vec<String> {
+        let set: BTreeSet<String> = v["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["status"] == status)
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect();
+        set.into_iter().collect()
+    };
+    let verdict = v["verdict"].as_str().unwrap_or("none").to_string();
+    (verdict, run.code, names("error"), names("warning"))
+}
+
+fn run_cell(c: &Cell, window: &StabilityWindow) -> Result<String, String> {
+    let started = Instant::now();
+    let bin = match c.etcd {
+        "3.5" => std::env::var("JOINGUARD_ETCD_BIN_35"),
+        _ => std::env::var("JOINGUARD_ETCD_BIN_34"),
+    }
+    .map_err(|_| "JOINGUARD_ETCD_BIN_34/35 unset: source .cache/env".to_string())?;
+    let mut env = EnvBuilder::new()
+        .bin(JOINGUARD)
+        .name(format!("join-sweep-{}", c.key()))
+        .members(c.members)
+        .etcd_spec(EtcdSpec {
+            bin: bin.into(),
+            ..EtcdSpec::default()
+        })
+        .run_timeout(Duration::from_secs(120))
+        .build()
+        .map_err(|e| format!("lab: {e}"))?;
+    env.etcd()
+        .wait_healthy(Duration::from_secs(30))
+        .map_err(|e| format!("lab: {e}"))?;
+    let first = env.etcd().member(0).host.clone();
+    env.etcd()
+        .fill(&first, c.db_mb * 1024 * 1024)
+        .map_err(|e| format!("fill: {e}"))?;
+    let joiner = env.joiner().clone();
+    for m in env
+        .etcd()
+        .members()
+        .iter()
+        .map(|m| m.host.clone())
+        .collect::<Vec<_>>()
+    {
+        env.lab().net().set_link(&joiner, &m, c.impairment());
+    }
+    let (verdict, exit, errors, warnings) = preflight(&env);
+    let out = env
+        .etcd_mut()
+        .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
+        .map_err(|e| format!("join: {e}"))?;
+    let stability = if out.joined() {
+        Some(
+            env.etcd()
+                .stability(window)
+                .map_err(|e| format!("window: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let joinable = stability.as_ref().is_some_and(|s| s.stable());
+    let fit = verdict == "fit";
+    let agreement = match (fit, joinable) {
+        (true, true) => "true-fit",
+        (false, false) => "true-unfit",
+        (true, false) => "FALSE-FIT",
+        (false, true) => "false-unfit",
+    };
+    let step = match &out.failed {
+        None => "joined",
+        Some((s, _)) => s.as_str(),
+    };
+    println!(
+        "{}: verdict {verdict} (errors: {}), join {}{}",
+        c.key(),
+        errors.join(" "),
+        out.summary(),
+        stability
+            .as_ref()
+            .map(|s| format!("; window: {}", s.summary()))
+            .unwrap_or_default()
+    );
+    let s = stability.as_ref();
+    Ok(format!(
+        "{},{},{},{},{},{},{},{},{verdict},{exit},{},{},{},{step},{:.1},{},{},{},{},{},{joinable},{agreement},{:.0}",
+        c.key(),
+        c.members,
+        c.etcd,
+        c.rtt_ms,
+        c.jitter_ms,
+        c.loss_pct,
+        c.rate_mbit,
+        c.db_mb,
+        errors.join(";"),
+        warnings.join(";"),
+        if out.joined() { "joined" } else { "failed" },
+        out.took.as_secs_f64(),
+        s.map_or(String::new(), |s| s.requests.to_string()),
+        s.map_or(String::new(), |s| s.failed.to_string()),
+        s.map_or(String::new(), |s| s.past_request_timeout.to_string()),
+        s.map_or(String::new(), |s| format!("{:.1}", s.p99_ms)),
+        s.map_or(String::new(), |s| s.leader_changes.to_string()),
+        started.elapsed().as_secs_f64(),
+    ))
+}
+
+fn main() {
+    let csv: PathBuf = std::env::var("JOINGUARD_SWEEP_CSV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/bench/join-sweep.csv")
+        });
+    let cells = match std::env::var("JOINGUARD_SWEEP_CELLS").as_deref() {
+        Ok("smoke") => smoke(),
+        // Only (re)draw the plot from the CSV.
+        Ok("none") => Vec::new(),
+        _ => grid(),
+    };
+    let dur = |var: &str, default: &str| {
+        humantime::parse_duration(&std::env::var(var).unwrap_or_else(|_| default.into()))
+            .unwrap_or_else(|e| panic!("{var}: {e}"))
+    };
+    let budget = dur("JOINGUARD_SWEEP_BUDGET", "90m");
+    let window = StabilityWindow {
+        duration: dur("JOINGUARD_SWEEP_WINDOW", "30s"),
+        ..StabilityWindow::default()
+    };
+    if let Some(dir) = csv.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let done: BTreeSet<String> = std::fs::read_to_string(&csv)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next().map(str::to_string))
+        .collect();
+    let fresh = done.is_empty();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&csv)
+        .unwrap();
+    if fresh {
+        writeln!(file, "{HEADER}").unwrap();
+    }
+    let started = Instant::now();
+    let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.key())).collect();
+    println!(
+        "join sweep: {} cells, {} already in {}, budget {}",
+        cells.len(),
+        cells.len() - todo.len(),
+        csv.display(),
+        humantime::format_duration(budget)
+    );
+    for (i, c) in todo.iter().enumerate() {
+        if started.elapsed() > budget {
+            println!(
+                "budget spent after {i} cells; run again to resume ({} left)",
+                todo.len() - i
+            );
+            break;
+        }
+        match run_cell(c, &window) {
+            Ok(row) => {
+                writeln!(file, "{row}").unwrap();
+                file.flush().unwrap();
+            }
+            Err(e) => println!("{}: not run: {e}", c.key()),
+        }
+    }
+    println!(
+        "join sweep: done in {:.0}s; rows in {}",
+        started.elapsed().as_secs_f64(),
+        csv.display()
+    );
+    let png = std::env::var("JOINGUARD_SWEEP_PNG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| csv.with_extension("png"));
+    match plot(&csv, &png) {
+        Ok(()) => println!("join sweep: plot in {}", png.display()),
+        Err(e) => println!("join sweep: no plot: {e}"),
+    }
+}
+
+/// The grid as a picture: one row per impairment other than RTT, one column per RTT; each cell
+/// coloured by what the join did (green joined and stable, orange joined but unstable, red
+/// failed), marked by the verdict (a white ring: fit; a black cross: unfit).
+fn plot(csv: &std::path::Path, png: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(csv)?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or(format!("no {name}"))
+    };
+    let (members, etcd, rtt, jitter, loss, rate, db) = (
+        col("members")?,
+        col("etcd")?,
+        col("rtt_ms")?,
+        col("jitter_ms")?,
+        col("loss_pct")?,
+        col("rate_mbit")?,
+        col("db_mb")?,
+    );
+    let (verdict, join, joinable) = (col("verdict")?, col("join")?, col("joinable")?);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let mut labels: Vec<String> = Vec::new();
+    let mut rtts: Vec<u64> = Vec::new();
+    let mut cells = Vec::new();
+    for r in &rows {
+        let label = format!(
+            "{}->{} etcd {} jit {} loss {}% {}db {}MB",
+            r[members],
+            r[members].parse::<u32>().unwrap_or(0) + 1,
+            r[etcd],
+            r[jitter],
+            r[loss],
+            if r[rate] == "0" {
+                String::new()
+            } else {
+                format!("{}Mbit ", r[rate])
+            },
+            r[db]
+        );
+        if !labels.contains(&label) {
+            labels.push(label.clone());
+        }
+        let x: u64 = r[rtt].parse()?;
+        if !rtts.contains(&x) {
+            rtts.push(x);
+        }
+        cells.push((
+            label,
+            x,
+            r[verdict] == "fit",
+            r[join] == "joined",
+            r[joinable] == "true",
+        ));
+    }
+    rtts.sort_unstable();
+    let font: &'static [u8] = Box::leak(std::fs::read(FONT)?.into_boxed_slice());
+    plotters::style::register_font("sans-serif", FontStyle::Normal, font).map_err(|_| "font")?;
+    let height = 120 + 34 * labels.len() as u32;
+    let root = BitMapBackend::new(png, (1000, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Join sweep: colour = real join (green stable, orange unstable, red failed); \
+             ring = fit, cross = unfit",
+            ("sans-serif", 16),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(330)
+        .build_cartesian_2d(0f64..rtts.len() as f64, 0f64..labels.len() as f64)?;
+    let rtt_labels = rtts.clone();
+    let row_labels = labels.clone();
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(rtts.len() * 2 + 1)
+        .y_labels(labels.len() * 2 + 1)
+        .x_label_formatter(&move |x| {
+            let i = (x - 0.5).round();
+            if (x - 0.5 - i).abs() < 0.01 && i >= 0.0 && (i as usize) < rtt_labels.len() {
+                format!("{} ms", rtt_labels[i as usize])
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&move |y| {
+            let i = (y - 0.5).round();
+            if (y - 0.5 - i).abs() < 0.01 && i >= 0.0 && (i as usize) < row_labels.len() {
+                row_labels[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .x_desc("RTT between the joiner and every member")
+        .label_style(("sans-serif", 13))
+        .draw()?;
+    for (label, x, fit, joined, stable) in &cells {
+        let cx = rtts.iter().position(|r| r == x).unwrap_or(0) as f64;
+        let cy = labels.iter().position(|l| l == label).unwrap_or(0) as f64;
+        let colour = match (joined, stable) {
+            (true, true) => RGBColor(76, 175, 80),
+            (true, false) => RGBColor(255, 152, 0),
+            _ => RGBColor(229, 57, 53),
+        };
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(cx + 0.05, cy + 0.08), (cx + 0.95, cy + 0.92)],
+            colour.filled(),
+        )))?;
+        let centre = (cx + 0.5, cy + 0.5);
+        if *fit {
+            chart.draw_series(std::iter::once(Circle::new(
+                centre,
+                7,
+                WHITE.stroke_width(3),
+            )))?;
+        } else {
+            chart.draw_series(std::iter::once(Cross::new(
+                centre,
+                7,
+                BLACK.stroke_width(3),
+            )))?;
+        }
+    }
+    root.present()?;
+    Ok(())
+}
