@@ -125,6 +125,13 @@ fn grid() -> Vec<Cell> {
     for rtt in [50, 80, 120, 200] {
         v.push(cell(3, "3.5", rtt));
     }
+    // Past the grid: where the join itself starts to fail (the 2 s dial holds a TCP
+    // and a TLS handshake and a MemberList, about 3 RTT).
+    for members in [3, 1] {
+        for rtt in [500, 700, 1000] {
+            v.push(cell(members, "3.4", rtt));
+        }
+    }
     v
 }
 
@@ -336,6 +343,67 @@ fn main() {
         Ok(()) => println!("join sweep: plot in {}", png.display()),
         Err(e) => println!("join sweep: no plot: {e}"),
     }
+    let md = csv.with_extension("md");
+    match table(&csv) {
+        Ok(t) => {
+            std::fs::write(&md, t).unwrap();
+            println!("join sweep: table in {}", md.display());
+        }
+        Err(e) => println!("join sweep: no table: {e}"),
+    }
+}
+
+/// The CSV as a markdown table, with the tally of agreements under it.
+fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(csv)?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("no {name}"));
+    let show = [
+        ("members", "members"),
+        ("etcd", "etcd"),
+        ("rtt_ms", "RTT ms"),
+        ("jitter_ms", "jitter ms"),
+        ("loss_pct", "loss %"),
+        ("rate_mbit", "Mbit/s"),
+        ("db_mb", "DB MB"),
+        ("verdict", "verdict"),
+        ("errors", "checks in error"),
+        ("join_step", "join"),
+        ("join_s", "join s"),
+        ("p99_ms", "window p99 ms"),
+        ("failed", "failed"),
+        ("leader_changes", "leader changes"),
+        ("agreement", "agreement"),
+    ];
+    let idx: Vec<usize> = show.iter().map(|(c, _)| col(c)).collect::<Result<_, _>>()?;
+    let mut t = String::new();
+    t += &format!("| {} |\n", show.map(|(_, h)| h).join(" | "));
+    t += &format!("|{}\n", "---|".repeat(show.len()));
+    let mut tally = std::collections::BTreeMap::<String, usize>::new();
+    let agreement = col("agreement")?;
+    for l in lines {
+        let r: Vec<&str> = l.split(',').collect();
+        let cells: Vec<String> = idx
+            .iter()
+            .map(|&i| {
+                let v = r.get(i).copied().unwrap_or("");
+                let v = if v == "0" && matches!(header[i], "rate_mbit") { "-" } else { v };
+                v.replace(';', " ")
+            })
+            .collect();
+        t += &format!("| {} |\n", cells.join(" | "));
+        *tally.entry(r.get(agreement).copied().unwrap_or("").to_string()).or_default() += 1;
+    }
+    let total: usize = tally.values().sum();
+    t += &format!("\n{total} cells: ");
+    t += &tally
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    t += "\n";
+    Ok(t)
 }
 
 /// The grid as a picture: one row per impairment other than RTT, one column per RTT; each cell
