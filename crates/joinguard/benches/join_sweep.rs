@@ -358,7 +358,12 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(csv)?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).ok_or(format!("no {name}"));
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or(format!("no {name}"))
+    };
     let show = [
         ("members", "members"),
         ("etcd", "etcd"),
@@ -388,12 +393,18 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
             .iter()
             .map(|&i| {
                 let v = r.get(i).copied().unwrap_or("");
-                let v = if v == "0" && matches!(header[i], "rate_mbit") { "-" } else { v };
+                let v = if v == "0" && matches!(header[i], "rate_mbit") {
+                    "-"
+                } else {
+                    v
+                };
                 v.replace(';', " ")
             })
             .collect();
         t += &format!("| {} |\n", cells.join(" | "));
-        *tally.entry(r.get(agreement).copied().unwrap_or("").to_string()).or_default() += 1;
+        *tally
+            .entry(r.get(agreement).copied().unwrap_or("").to_string())
+            .or_default() += 1;
     }
     let total: usize = tally.values().sum();
     t += &format!("\n{total} cells: ");
