@@ -765,15 +765,7 @@ impl EtcdCluster {
                 ))
             })?;
         info!(member = %m.name, initial_cluster = %initial_cluster, "etcd learner added");
-        self.members.push(m);
-        self.slots.push(Slot {
-            initial_cluster,
-            initial_state: "existing",
-            process: Mutex::new(None),
-        });
-        let i = self.members.len() - 1;
-        self.launch(i, false)?;
-        Ok(i)
+        self.admit(m, initial_cluster)
     }
 
     /// Starts `m`, already added to the cluster (`member add`), with `--initial-cluster-state
