@@ -56,7 +56,7 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-c
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-cert -d 'Client certificate for etcd, signed by the etcd CA (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt)' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-key -d 'Private key of --etcd-cert' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-heartbeat-interval -d 'The cluster\'s etcd --heartbeat-interval. Latency thresholds scale with it' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-election-timeout -d 'The cluster\'s etcd --election-timeout. The RTT must stay below a tenth of it' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-election-timeout -d 'The cluster\'s etcd --election-timeout. Peer RTT warns above a tenth of it and fails above a quarter (docs/thresholds.md)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l ignore-preflight-errors -d 'Checks whose errors become warnings, comma-separated, or `all` (e.g. EtcdPeerLatency,PacketLoss). kubeadm\'s own check names (NumCPU, Mem, Port-6443, ...) are accepted and noted, so the kubeadm join line works unchanged; with --config the file\'s nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l wait -d 'Instead of failing at once, re-check with backoff until fit or until this long has passed (e.g. 5m): covers a load balancer that is reloading' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l timeout -d 'Deadline for one whole check run. The run ends by then, with a verdict' -r
@@ -82,7 +82,8 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l skip-l
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l stderrthreshold -d 'klog (kubeadm 1.28-1.30)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l write-probe -d 'Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it, a read, and a revoke. Nothing outlives the lease, even after kill -9'
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l bandwidth -d 'Also measure member-to-joiner throughput with a bounded snapshot stream (first 8 MiB), to predict learner catch-up time'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l bandwidth -d 'Measure member-to-joiner throughput for longer. With an etcd identity, preflight reads the first 8 MiB of a snapshot from the leader, for at most 5 s, to predict the learner\'s catch-up (EtcdSnapshotTransfer); this allows 20 s (and fails without an identity)'
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l no-bandwidth -d 'Skip the bandwidth probe (the bounded snapshot read behind EtcdSnapshotTransfer)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s V -l version -d 'Print version'

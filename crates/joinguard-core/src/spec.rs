@@ -147,9 +147,12 @@ pub struct PreflightSpec {
     /// a read, and a revoke. Nothing outlives the lease, even after kill -9.
     pub write_probe: bool,
 
-    /// Also measure member-to-joiner throughput with a bounded snapshot stream (first 8 MiB),
-    /// to predict learner catch-up time.
+    /// Measure member-to-joiner throughput for longer: the snapshot stream that predicts the
+    /// learner's catch-up runs for up to 20 s instead of 5 s (it runs by default).
     pub bandwidth: bool,
+
+    /// Skip the bandwidth probe (a bounded snapshot stream from the leader).
+    pub no_bandwidth: bool,
 
     /// Instead of failing at once, re-check with backoff until fit or until this long has passed
     /// (e.g. 5m): covers a load balancer that is reloading.

@@ -35,7 +35,7 @@ const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 const HEADER: &str = "cell,members,etcd,rtt_ms,jitter_ms,loss_pct,rate_mbit,db_mb,\
 verdict,exit,errors,warnings,join,join_step,join_s,requests,failed,past_timeout,p99_ms,\
-leader_changes,joinable,agreement,cell_s";
+leader_changes,joinable,agreement,in_guidance,cell_s";
 
 /// One cell of the grid.
 #[derive(Clone, Debug)]
@@ -53,6 +53,15 @@ struct Cell {
 }
 
 impl Cell {
+    /// Whether the path is inside etcd's tuning guidance at its default 1 s election timeout:
+    /// an election timeout of at least 10 x the RTT, the RTT taken at its p99 (the jitter is a
+    /// normal sigma on each direction, so sqrt(2) sigma on the round trip). The guide says
+    /// nothing about loss or bandwidth, so those cells count as inside (the strict reading).
+    fn in_guidance(&self) -> bool {
+        let p99 = self.rtt_ms as f64 + 2.33 * std::f64::consts::SQRT_2 * self.jitter_ms as f64;
+        p99 <= 100.0
+    }
+
     fn key(&self) -> String {
         format!(
             "m{}-etcd{}-rtt{}-j{}-l{}-r{}-db{}",
@@ -102,7 +111,7 @@ fn grid() -> Vec<Cell> {
         for rtt in [2, 20, 50, 80, 120, 200, 300] {
             v.push(cell(members, "3.4", rtt));
         }
-        for loss in [1.0, 3.0, 10.0] {
+        for loss in [1.0, 3.0, 5.0, 10.0] {
             v.push(Cell {
                 loss_pct: loss,
                 ..cell(members, "3.4", 20)
@@ -122,7 +131,7 @@ fn grid() -> Vec<Cell> {
             ..cell(3, "3.4", 20)
         });
     }
-    for rtt in [50, 80, 120, 200] {
+    for rtt in [50, 80, 120, 200, 300, 500] {
         v.push(cell(3, "3.5", rtt));
     }
     // Past the issue's grid: where the join itself starts to fail (the 2 s dial holds a TCP
@@ -245,7 +254,7 @@ fn run_cell(c: &Cell, window: &StabilityWindow) -> Result<String, String> {
     );
     let s = stability.as_ref();
     Ok(format!(
-        "{},{},{},{},{},{},{},{},{verdict},{exit},{},{},{},{step},{:.1},{},{},{},{},{},{joinable},{agreement},{:.0}",
+        "{},{},{},{},{},{},{},{},{verdict},{exit},{},{},{},{step},{:.1},{},{},{},{},{},{joinable},{agreement},{},{:.0}",
         c.key(),
         c.members,
         c.etcd,
@@ -263,6 +272,7 @@ fn run_cell(c: &Cell, window: &StabilityWindow) -> Result<String, String> {
         s.map_or(String::new(), |s| s.past_request_timeout.to_string()),
         s.map_or(String::new(), |s| format!("{:.1}", s.p99_ms)),
         s.map_or(String::new(), |s| s.leader_changes.to_string()),
+        c.in_guidance(),
         started.elapsed().as_secs_f64(),
     ))
 }
@@ -380,6 +390,7 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
         ("failed", "failed"),
         ("leader_changes", "leader changes"),
         ("agreement", "agreement"),
+        ("in_guidance", "in etcd's guidance"),
     ];
     let idx: Vec<usize> = show.iter().map(|(c, _)| col(c)).collect::<Result<_, _>>()?;
     let mut t = String::new();
@@ -387,6 +398,8 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
     t += &format!("|{}\n", "---|".repeat(show.len()));
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let agreement = col("agreement")?;
+    let guidance = col("in_guidance")?;
+    let mut false_unfit_in_guidance = 0;
     for l in lines {
         let r: Vec<&str> = l.split(',').collect();
         let cells: Vec<String> = idx
@@ -405,6 +418,9 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
         *tally
             .entry(r.get(agreement).copied().unwrap_or("").to_string())
             .or_default() += 1;
+        if r.get(agreement) == Some(&"false-unfit") && r.get(guidance) == Some(&"true") {
+            false_unfit_in_guidance += 1;
+        }
     }
     let total: usize = tally.values().sum();
     t += &format!("\n{total} cells: ");
@@ -413,7 +429,11 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
         .map(|(k, n)| format!("{k} {n}"))
         .collect::<Vec<_>>()
         .join(", ");
-    t += "\n";
+    t += &format!(
+        "; false-unfit inside etcd's tuning guidance {false_unfit_in_guidance} ({:.1}% of the \
+         cells)\n",
+        100.0 * false_unfit_in_guidance as f64 / total.max(1) as f64
+    );
     Ok(t)
 }
 

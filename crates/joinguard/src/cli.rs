@@ -407,7 +407,8 @@ pub struct PreflightArgs {
     #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
     pub etcd_heartbeat_interval: Duration,
 
-    /// The cluster's etcd --election-timeout. The RTT must stay below a tenth of it.
+    /// The cluster's etcd --election-timeout. Peer RTT warns above a tenth of it and fails above
+    /// a quarter (docs/thresholds.md).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub etcd_election_timeout: Duration,
 
@@ -423,10 +424,15 @@ pub struct PreflightArgs {
     #[arg(long)]
     pub write_probe: bool,
 
-    /// Also measure member-to-joiner throughput with a bounded snapshot stream (first 8 MiB),
-    /// to predict learner catch-up time.
+    /// Measure member-to-joiner throughput for longer. With an etcd identity, preflight reads
+    /// the first 8 MiB of a snapshot from the leader, for at most 5 s, to predict the learner's
+    /// catch-up (EtcdSnapshotTransfer); this allows 20 s (and fails without an identity).
     #[arg(long)]
     pub bandwidth: bool,
+
+    /// Skip the bandwidth probe (the bounded snapshot read behind EtcdSnapshotTransfer).
+    #[arg(long, conflicts_with = "bandwidth")]
+    pub no_bandwidth: bool,
 
     /// Instead of failing at once, re-check with backoff until fit or until this long has passed
     /// (e.g. 5m): covers a load balancer that is reloading.
@@ -838,6 +844,7 @@ impl From<PreflightArgs> for spec::PreflightSpec {
             ignore_preflight_errors: a.ignore_preflight_errors,
             write_probe: a.write_probe,
             bandwidth: a.bandwidth,
+            no_bandwidth: a.no_bandwidth,
             wait: a.wait,
             timeout: a.timeout,
             node_name: a.node_name,

@@ -39,6 +39,12 @@ pub struct EtcdMemberHealth {
     pub version: Option<String>,
     /// The raft index this member has applied (Status), to show a learner's catch-up.
     pub applied_index: Option<u64>,
+    /// The time to connect (TCP, TLS, HTTP/2) and read the first Status: kubeadm's blocking dial
+    /// and sync, which it allows 2 s (`EtcdDialTime`).
+    pub dial: Option<std::time::Duration>,
+    /// When that connection did not complete in time: how long a plain TCP connect to the same
+    /// port took (the port answers; the etcd connection over it is too slow).
+    pub dial_tcp: Option<std::time::Duration>,
 }
 
 impl EtcdMemberHealth {
@@ -74,6 +80,10 @@ impl Checker {
 
         for m in members {
             let before = out.len();
+            if !m.reachable && m.dial_tcp.is_some() {
+                // The port answered and the etcd connection was too slow: EtcdDialTime says so.
+                continue;
+            }
             if !m.reachable {
                 let why = m
                     .failure

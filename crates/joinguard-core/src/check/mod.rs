@@ -7,7 +7,7 @@
 //!
 //! Its rooms: `model` (names, statuses, results, verdict, ignore list), `thresholds` (the limits
 //! and their bases), one file per judge (`latency`, `loss`, `etcd_health`, `api`, `clock`,
-//! `snapshot`, `identity`), `member` (which etcd member is this node's, its state, quorum:
+//! `snapshot`, `identity`, `dial`), `member` (which etcd member is this node's, its state, quorum:
 //! shared with the `learner` command), and `wording` (formatting helpers shared by the messages).
 //! [`Checker`] is the facade: it holds the limits and the ignore list, and its judges are
 //! `impl Checker` blocks in the judges' files.
@@ -34,6 +34,7 @@ pub mod exit {
 mod api;
 mod clock;
 mod cluster;
+mod dial;
 mod etcd_health;
 mod identity;
 mod latency;

@@ -38,10 +38,12 @@ pub enum CheckName {
     EtcdMemberRegistered,
     /// Members run different etcd minor versions.
     EtcdVersionSkew,
+    /// The time to connect to a member and read its Status, against kubeadm's 2 s etcd dial.
+    EtcdDialTime,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 16] = [
+    pub const ALL: [CheckName; 17] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -58,6 +60,7 @@ impl CheckName {
         CheckName::EtcdUnstartedMember,
         CheckName::EtcdMemberRegistered,
         CheckName::EtcdVersionSkew,
+        CheckName::EtcdDialTime,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -80,6 +83,7 @@ impl CheckName {
             CheckName::EtcdUnstartedMember => "EtcdUnstartedMember",
             CheckName::EtcdMemberRegistered => "EtcdMemberRegistered",
             CheckName::EtcdVersionSkew => "EtcdVersionSkew",
+            CheckName::EtcdDialTime => "EtcdDialTime",
         }
     }
 

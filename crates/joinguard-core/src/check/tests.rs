@@ -36,12 +36,21 @@ fn summary(kind: TargetKind, ep: &str, probe: ProbeKind, rtts: &[f64], lost: usi
 #[test]
 fn default_thresholds_match_design_table() {
     let t = Thresholds::default();
-    assert!((t.etcd_peer_latency.warn - 33.333).abs() < 0.01);
-    assert!((t.etcd_peer_latency.error - 66.667).abs() < 0.01);
-    assert_eq!(t.etcd_client_latency.warn, 50.0);
-    assert_eq!(t.etcd_client_latency.error, 100.0);
-    assert_eq!(t.etcd_quorum_read_latency.warn, 50.0);
-    assert_eq!(t.etcd_quorum_read_latency.error, 100.0);
+    assert_eq!(
+        (t.etcd_peer_latency.warn, t.etcd_peer_latency.error),
+        (100.0, 250.0)
+    );
+    assert_eq!(
+        (t.etcd_client_latency.warn, t.etcd_client_latency.error),
+        (100.0, 500.0)
+    );
+    assert_eq!(
+        (
+            t.etcd_quorum_read_latency.warn,
+            t.etcd_quorum_read_latency.error
+        ),
+        (100.0, 500.0)
+    );
     assert_eq!((t.packet_loss.warn, t.packet_loss.error), (1.0, 5.0));
     assert_eq!(
         (t.api_server_latency.warn, t.api_server_latency.error),
@@ -56,8 +65,16 @@ fn default_thresholds_match_design_table() {
     );
     assert_eq!((t.clock_skew.warn, t.clock_skew.error), (1.0, 30.0));
     assert_eq!(
+        (t.etcd_dial_time.warn, t.etcd_dial_time.error),
+        (1000.0, 1500.0)
+    );
+    assert_eq!(
+        t.etcd_peer_latency.warn_basis,
+        "1/10 of the 1 s election timeout; etcd's tuning guide wants it to be at least 10 x RTT"
+    );
+    assert_eq!(
         t.etcd_peer_latency.error_basis,
-        "2/3 of the 100 ms heartbeat interval"
+        "1/4 of the 1 s election timeout; joins held up to 0.3 x in joinguard's join sweep"
     );
 }
 
@@ -65,17 +82,25 @@ fn default_thresholds_match_design_table() {
 fn thresholds_scale_with_heartbeat_and_election() {
     // OpenShift's "Slower" profile: 500 ms / 2500 ms.
     let t = Thresholds::from_etcd_timing(Duration::from_millis(500), Duration::from_millis(2500));
-    // 2/3 of 500 = 333 > 2500/10 = 250: the election rule wins.
-    assert_eq!(t.etcd_peer_latency.error, 250.0);
+    assert_eq!(t.etcd_peer_latency.error, 625.0);
     assert!(t
         .etcd_peer_latency
         .error_basis
         .contains("2.5 s election timeout"));
-    assert!((t.etcd_peer_latency.warn - 500.0 / 3.0).abs() < 1e-9);
-    assert_eq!(t.etcd_client_latency.error, 500.0);
-    // An election timeout below 10 x the heartbeat-derived limit also caps the warning.
+    assert_eq!(t.etcd_peer_latency.warn, 250.0);
+    // kubeadm's 2 s per-call cap does not scale: the client error stays, the warning is capped.
+    assert_eq!(
+        (t.etcd_client_latency.warn, t.etcd_client_latency.error),
+        (500.0, 500.0)
+    );
+    // A short heartbeat: the guide's heartbeat >= 0.5 x RTT is the tighter rule.
+    let t = Thresholds::from_etcd_timing(Duration::from_millis(20), Duration::from_millis(1000));
+    assert_eq!(t.etcd_peer_latency.warn, 40.0);
+    assert!(t.etcd_peer_latency.warn_basis.contains("20 ms heartbeat"));
+    assert_eq!(t.etcd_peer_latency.error, 250.0);
+    // A short election timeout lowers both.
     let t = Thresholds::from_etcd_timing(Duration::from_millis(100), Duration::from_millis(300));
-    assert_eq!(t.etcd_peer_latency.error, 30.0);
+    assert_eq!(t.etcd_peer_latency.error, 75.0);
     assert_eq!(t.etcd_peer_latency.warn, 30.0);
 }
 
@@ -153,7 +178,7 @@ fn kubeadm_names_are_noted_and_both_lists_merge_as_kubeadm_merges_them() {
 #[test]
 fn slow_peer_errors_with_an_operator_message() {
     let c = Checker::default();
-    let rtts: Vec<f64> = (0..20).map(|i| 78.0 + f64::from(i % 2) * 3.0).collect();
+    let rtts: Vec<f64> = (0..20).map(|i| 278.0 + f64::from(i % 2) * 3.0).collect();
     let s = Summary::from_samples(
         &target(TargetKind::EtcdPeer, "198.18.0.3:2380", Some("m2")),
         ProbeKind::EtcdPeerProbe,
@@ -168,11 +193,11 @@ fn slow_peer_errors_with_an_operator_message() {
     assert_eq!(r.status, Status::Error);
     assert_eq!(r.name, CheckName::EtcdPeerLatency);
     assert_eq!(r.target, "198.18.0.3:2380");
-    assert!((r.threshold.unwrap() - 66.667).abs() < 0.01);
+    assert_eq!(r.threshold, Some(250.0));
     let m = &r.message;
-    assert!(m.starts_with("etcd peer 198.18.0.3:2380 (m2) (etcd-peer-probe): effective RTT 84.0 ms (p99 81.0 + jitter 3.0;"), "{m}");
+    assert!(m.starts_with("etcd peer 198.18.0.3:2380 (m2) (etcd-peer-probe): effective RTT 284.0 ms (p99 281.0 + jitter 3.0;"), "{m}");
     assert!(
-        m.contains("exceeds 66.7 ms (2/3 of the 100 ms heartbeat interval)"),
+        m.contains("exceeds 250 ms (1/4 of the 1 s election timeout; joins held up to 0.3 x in joinguard's join sweep)"),
         "{m}"
     );
     assert!(
@@ -196,14 +221,14 @@ fn healthy_peer_is_ok_and_mid_peer_warns() {
         TargetKind::EtcdPeer,
         "198.18.0.2:2380",
         ProbeKind::EtcdPeerProbe,
-        &[50.0; 20],
+        &[150.0; 20],
         0,
     );
     let r = c.peer_latency(&mid);
     assert_eq!(r.status, Status::Warning);
     assert!(
         r.message
-            .contains("exceeds 33.3 ms (1/3 of the 100 ms heartbeat"),
+            .contains("exceeds 100 ms (1/10 of the 1 s election timeout"),
         "{}",
         r.message
     );
@@ -384,7 +409,7 @@ fn ignored_errors_and_warnings_become_ignored_and_the_verdict_is_fit() {
         TargetKind::EtcdPeer,
         "198.18.0.3:2380",
         ProbeKind::EtcdPeerProbe,
-        &[80.0; 20],
+        &[300.0; 20],
         0,
     );
     let fast = summary(
@@ -449,6 +474,60 @@ fn etcd_health_unreachable_member_is_named() {
     assert!(e[0].message.starts_with(
         "etcd member 198.18.0.3:2379 is unreachable: timed out after 2000 ms; the join would fail at member add"
     ), "{}", e[0].message);
+}
+
+#[test]
+fn etcd_dial_time_judges_each_dial_against_kubeadms_2s() {
+    let c = Checker::default();
+    let dialled = |ep: &str, name: &str, ms: u64| {
+        let mut m = member(ep, name, 1, 1);
+        m.dial = Some(Duration::from_millis(ms));
+        m
+    };
+    let mut slow = member("198.18.0.5:2379", "m4", 4, 0);
+    slow.reachable = false;
+    slow.failure = Some(ProbeFailure::Timeout(5000));
+    slow.dial_tcp = Some(Duration::from_millis(1402));
+    let mut dark = member("198.18.0.6:2379", "m5", 5, 0);
+    dark.reachable = false;
+    dark.failure = Some(ProbeFailure::Timeout(5000));
+    let rs = c.etcd_dial_time(&[
+        dialled("198.18.0.2:2379", "m1", 12),
+        dialled("198.18.0.3:2379", "m2", 1200),
+        dialled("198.18.0.4:2379", "m3", 1600),
+        slow,
+        dark,
+    ]);
+    let got: Vec<(&str, Status)> = rs.iter().map(|r| (r.target.as_str(), r.status)).collect();
+    assert_eq!(
+        got,
+        [
+            ("198.18.0.2:2379", Status::Ok),
+            ("198.18.0.3:2379", Status::Warning),
+            ("198.18.0.4:2379", Status::Error),
+            ("198.18.0.5:2379", Status::Error),
+        ],
+        "the dark member is EtcdClientReachable's: {rs:#?}"
+    );
+    assert_eq!(rs[2].measured, Some(1600.0));
+    assert_eq!(rs[2].threshold, Some(1500.0));
+    assert!(
+        rs[2].message.contains(
+            "answered Status in 1600 ms, above 1500 ms (3/4 of kubeadm's 2 s etcd dial timeout"
+        ) && rs[2].message.contains("a dial this slow fails the join"),
+        "{}",
+        rs[2].message
+    );
+    assert!(
+        rs[3].message.contains("the port answers (TCP connect in 1.4 s), but the etcd connection over it did not complete (timed out after 5000 ms)"),
+        "{}",
+        rs[3].message
+    );
+    // The slow member is not also called unreachable by EtcdHealth.
+    let mut slow = member("198.18.0.5:2379", "m4", 4, 0);
+    slow.reachable = false;
+    slow.dial_tcp = Some(Duration::from_millis(1402));
+    assert!(c.etcd_health(&[slow]).is_empty());
 }
 
 #[test]

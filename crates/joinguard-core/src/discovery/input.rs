@@ -41,7 +41,9 @@ pub struct PreflightInput {
     pub thresholds: Thresholds,
     pub ignore: IgnoreList,
     pub write_probe: bool,
+    /// Run the bandwidth probe (when an etcd identity is known by then), for at most this long.
     pub bandwidth: bool,
+    pub bandwidth_cap: Duration,
     pub wait: Option<Duration>,
     pub timeout: Duration,
     pub node_name: String,
@@ -195,7 +197,14 @@ impl PreflightInput {
             thresholds: Thresholds::from_etcd_timing(hb, el),
             ignore,
             write_probe: a.write_probe,
-            bandwidth: a.bandwidth,
+            // On by default: a read of at most 8 MiB that catches a path too thin for the
+            // learner's catch-up (the join sweep's false fit: 1 Mbit/s with a 100 MB database).
+            bandwidth: !a.no_bandwidth,
+            bandwidth_cap: if a.bandwidth {
+                Duration::from_secs(20)
+            } else {
+                Duration::from_secs(5)
+            },
             wait: a.wait,
             timeout: a.timeout,
             node_name,

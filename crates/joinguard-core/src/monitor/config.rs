@@ -448,6 +448,7 @@ fn cluster_args(
         ignore_preflight_errors: c.ignore_preflight_errors,
         write_probe: false,
         bandwidth: false,
+        no_bandwidth: true,
         wait: None,
         // Discovery's deadline at start-up.
         timeout: Duration::from_secs(60),

@@ -25,9 +25,10 @@ use crate::probe::{ProbeFailure, ProbeKind};
 use crate::retry::Recorder;
 
 /// RTT buckets, seconds: 0.1 ms (loopback, same rack) to 5 s (a probe timing out). They include
-/// 33 ms and 66 ms, the EtcdPeerLatency warning and error limits at etcd's default 100 ms
-/// heartbeat (1/3 and 2/3 of it, OpenShift's etcd latency guidance), so `histogram_quantile`
-/// is exact at the thresholds that matter.
+/// 100 ms and 250 ms, the EtcdPeerLatency warning and error limits at etcd's default 1 s
+/// election timeout (1/10 and 1/4 of it, docs/thresholds.md), and 500 ms, the etcd client
+/// error limit, so `histogram_quantile` is exact at the thresholds that matter. (33 ms and
+/// 66 ms, the limits before the join sweep, stay for the continuity of stored series.)
 pub const RTT_BUCKETS: [f64; 18] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.033, 0.05, 0.066, 0.1, 0.25, 0.5,
     1.0, 2.0, 3.0, 5.0,

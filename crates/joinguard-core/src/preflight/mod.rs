@@ -191,6 +191,7 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
                 .filter(|c| !(c.status == Status::Error && silent.contains(&c.target))),
         );
     }
+    checks.extend(checker.etcd_dial_time(&obs.members));
     if let Some(list) = &obs.member_list {
         checks.extend(checker.cluster_state(list, &node));
     }

@@ -396,7 +396,7 @@ mod tests {
             6.0,
             20,
         )];
-        for (i, peer_ms) in [(2, 2.0), (3, 80.0), (4, 2.0)] {
+        for (i, peer_ms) in [(2, 2.0), (3, 280.0), (4, 2.0)] {
             sums.push(summary(
                 TargetKind::EtcdClient,
                 &format!("198.18.0.{i}:2379"),
@@ -485,8 +485,8 @@ mod tests {
             .find(|c| c["name"] == "EtcdPeerLatency" && c["target"] == "198.18.0.3:2380")
             .unwrap();
         assert_eq!(slow["status"], "error");
-        assert_eq!(slow["threshold"], 66.667);
-        assert!(slow["measured"].as_f64().unwrap() > 80.0);
+        assert_eq!(slow["threshold"], 250.0);
+        assert!(slow["measured"].as_f64().unwrap() > 280.0);
 
         let m = &v["measurements"][0];
         let keys: BTreeSet<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
@@ -570,7 +570,7 @@ mod tests {
             .expect("an ERROR line");
         assert!(err.contains("198.18.0.3:2380"), "{err}");
         assert!(
-            err.contains("exceeds 66.7 ms (2/3 of the 100 ms heartbeat interval)"),
+            err.contains("exceeds 250 ms (1/4 of the 1 s election timeout"),
             "{err}"
         );
         assert!(!t.contains("[ERROR EtcdPeerLatency]: etcd peer 198.18.0.2:2380"));

@@ -36,7 +36,7 @@ const PACE: Duration = Duration::from_millis(5);
 /// ICMP echoes go out in batches this size, this far apart, between sampling decisions.
 const ICMP_BATCH: u16 = 50;
 const ICMP_INTERVAL: Duration = Duration::from_millis(2);
-/// Opt-in bandwidth probe: the first 8 MiB of a snapshot (`EtcdSnapshotTransfer`, docs/preflight.md).
+/// The bandwidth probe: the first 8 MiB of a snapshot (`EtcdSnapshotTransfer`, docs/preflight.md).
 const SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024;
 /// Write probe lease TTL: short, so nothing outlives a killed run for long.
 const WRITE_TTL: Duration = Duration::from_secs(10);
@@ -61,7 +61,7 @@ pub struct Observations {
     pub member_list: Option<Vec<MemberInfo>>,
     /// Clock differences (remote minus local, seconds), per target.
     pub skews: Vec<(Target, f64)>,
-    /// Opt-in bandwidth probe result: the member, its DB size and the throughput.
+    /// The bandwidth probe's result: the member, its DB size and the throughput.
     pub snapshot: Option<(Target, u64, Result<SnapshotProbe, String>)>,
     /// Opt-in write probe failures (the successes are in `series`).
     pub write_failures: Vec<(Target, String)>,
@@ -338,8 +338,9 @@ pub async fn observe(
     };
     tokio::join!(futures_join_all(tasks), icmp, discovered);
 
-    // Opt-in probes run after the measurements, so their load does not distort them.
-    if input.write_probe || input.bandwidth {
+    // The write and bandwidth probes run after the measurements, so their load does not
+    // distort them.
+    if input.write_probe || (input.bandwidth && input.etcd_identity.is_some()) {
         opt_in(clock, input, etcd_tls, &shared).await;
     }
 
@@ -494,6 +495,18 @@ fn client_target<'a>(
                 }
                 let failure = etcd_probe_failure(&e);
                 health.failure = Some(failure.clone());
+                // A dial that timed out: does the port answer at all? If it does, the path is
+                // too slow for the etcd connection (EtcdDialTime), not closed or dark.
+                if matches!(e, EtcdFailure::Timeout(_)) && !clock.left().is_zero() {
+                    let to = clock.left().min(Duration::from_secs(3));
+                    let tcp = tcp::probe(target, to).await;
+                    if let Ok(d) = tcp.result {
+                        health.dial_tcp = Some(d);
+                        shared.with(|o| o.members.push(health));
+                        shared.push(target, ProbeKind::TcpConnect, vec![tcp]);
+                        return;
+                    }
+                }
                 shared.with(|o| o.members.push(health));
                 // The failed dial is this target's one Status attempt: it is judged.
                 shared.push(
@@ -508,6 +521,7 @@ fn client_target<'a>(
         };
         let st = client.first_status().clone();
         health.reachable = true;
+        health.dial = Some(client.setup());
         health.member_id = Some(st.member_id);
         health.leader = Some(st.leader);
         health.is_learner = st.is_learner;
@@ -932,14 +946,18 @@ fn p90(mut xs: Vec<Duration>) -> Option<Duration> {
 
 async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, shared: &Shared) {
     let Some(tls) = tls else { return };
+    // The leader first: a new learner gets its snapshot from the leader.
     let reachable: Vec<(String, bool, u64)> = shared.with(|o| {
-        o.members
-            .iter()
-            .filter(|m| m.reachable)
+        let mut ms: Vec<&EtcdMemberHealth> = o.members.iter().filter(|m| m.reachable).collect();
+        ms.sort_by_key(|m| !(m.member_id.is_some() && m.member_id == m.leader));
+        ms.iter()
             .map(|m| (m.endpoint.clone(), m.is_learner, m.db_size.unwrap_or(0)))
             .collect()
     });
     for (endpoint, is_learner, db_size) in reachable {
+        if !input.write_probe && shared.with(|o| o.snapshot.is_some()) {
+            break;
+        }
         let Some(target) = input
             .etcd_clients
             .iter()
@@ -953,7 +971,7 @@ async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, sha
         };
         let to = clock.left().min(SETUP_TIMEOUT);
         if to < Duration::from_millis(100) {
-            shared.note("the run's --timeout ended before the opt-in probes".into());
+            shared.note("the run's --timeout ended before the bandwidth or write probe".into());
             return;
         }
         let Ok(mut client) = etcd::connect(&target.url(), Some(tls), to).await else {
@@ -972,7 +990,7 @@ async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, sha
             }
         }
         if input.bandwidth && shared.with(|o| o.snapshot.is_none()) {
-            let cap = clock.left().min(Duration::from_secs(20));
+            let cap = clock.left().min(input.bandwidth_cap);
             let r = client
                 .snapshot_probe(SNAPSHOT_BYTES, cap)
                 .await

@@ -33,6 +33,7 @@ fn traced(name: CheckName) -> bool {
         CheckName::EtcdPeerLatency
             | CheckName::EtcdClientLatency
             | CheckName::EtcdQuorumReadLatency
+            | CheckName::EtcdDialTime
             | CheckName::ApiServerLatency
             | CheckName::PacketLoss
     )

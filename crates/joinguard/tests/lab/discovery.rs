@@ -342,7 +342,8 @@ fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
         env.lab().net().set_link(
             env.joiner(),
             m2,
-            netlab::Impairment::delay(std::time::Duration::from_millis(40)),
+            // 300 ms RTT: past 1/4 of the 1 s election timeout.
+            netlab::Impairment::delay(std::time::Duration::from_millis(150)),
         );
         let (code, stdout, stderr) = preflight_with_join_inputs(&env, CERT_KEY);
         assert_eq!(code, 1, "{stdout}{stderr}");

@@ -131,6 +131,10 @@ fn verdict(env: &netlab::harness::LabEnv) -> (i32, Vec<String>) {
         id.key.display().to_string(),
     ]);
     let v = run.json();
+    eprintln!(
+        "DEBUG {}",
+        serde_json::to_string_pretty(&v["checks"]).unwrap()
+    );
     let errors = v["checks"]
         .as_array()
         .unwrap()
@@ -142,10 +146,12 @@ fn verdict(env: &netlab::harness::LabEnv) -> (i32, Vec<String>) {
 }
 
 labtest!(
-    /// The verdict against the oracle on two cells whose outcome is not in doubt: a clean path
-    /// (fit, and the join works and stays stable) and a 1.4 s RTT (unfit, and the join fails).
-    /// The cell near a boundary joins this test once the sweep has located the boundaries.
-    etcd_verdict_agrees_with_the_oracle_on_a_clean_and_a_failing_path,
+    /// The verdict against the oracle on three cells: a clean path (fit; the clean join is
+    /// `etcd_oracle_a_clean_path_joins_and_stays_stable`), a 1.4 s RTT (unfit, and the join
+    /// fails at its dial), and a 200 ms RTT near the peer-latency error limit (250 ms, 1/4 of
+    /// the 1 s election timeout): fit with warnings, and the join works and stays stable, as
+    /// every cell up to 300 ms did in the join sweep (docs/thresholds.md).
+    etcd_verdict_agrees_with_the_oracle_on_a_clean_a_failing_and_a_near_boundary_path,
     lab(),
     |mut env| {
         let joiner = env.joiner().clone();
@@ -153,38 +159,44 @@ labtest!(
         assert_eq!((code, errors.as_slice()), (0, &[] as &[String]), "clean path");
 
         let members: Vec<_> = env.etcd().members().iter().map(|m| m.host.clone()).collect();
-        for m in &members {
-            env.lab()
-                .net()
-                .set_link(&joiner, m, Impairment::delay(Duration::from_millis(700)));
-        }
+        let set_delay = |env: &netlab::harness::LabEnv, ms: u64| {
+            for m in &members {
+                env.lab()
+                    .net()
+                    .set_link(&joiner, m, Impairment::delay(Duration::from_millis(ms)));
+            }
+        };
+        set_delay(&env, 700);
         let (code, errors) = verdict(&env);
         assert_eq!(code, 1, "1.4 s RTT: {errors:?}");
-        assert!(errors.iter().any(|e| e == "EtcdPeerLatency"), "{errors:?}");
+        // What fails the join is named: the dial (2 s in kubeadm) of every member. etcd 3.4
+        // completes the connection in about 3 RTT (a dial of ~4 s), 3.5 not within the probe's
+        // 5 s; either way each member is an EtcdDialTime error, not unreachable.
+        let dial_errors = errors.iter().filter(|e| *e == "EtcdDialTime").count();
+        assert_eq!(dial_errors, members.len(), "{errors:?}");
+        assert!(!errors.iter().any(|e| e.ends_with("Reachable")), "{errors:?}");
         let out = env
             .etcd_mut()
             .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
             .expect("lab");
         assert!(!out.joined(), "unfit, and the join failed: {}", out.summary());
 
-        // Back to a clean path: fit, and the join works and stays stable.
-        for m in &members {
-            env.lab()
-                .net()
-                .set_link(&joiner, m, Impairment::delay(Duration::from_millis(1)));
-        }
+        // Near the boundary: fit (warnings only), and the join works and stays stable.
+        set_delay(&env, 100);
         let (code, errors) = verdict(&env);
-        assert_eq!(code, 0, "clean again: {errors:?}");
+        assert_eq!((code, errors.as_slice()), (0, &[] as &[String]), "200 ms RTT");
         let out = env
             .etcd_mut()
             .kubeadm_join(&joiner, &KubeadmEtcdTiming::default())
             .expect("lab");
+        eprintln!("oracle, 200 ms RTT: {}", out.summary());
         assert!(out.joined(), "{}", out.summary());
         let window = StabilityWindow {
             duration: Duration::from_secs(10),
             ..StabilityWindow::default()
         };
         let st = env.etcd().stability(&window).expect("lab");
+        eprintln!("oracle, 200 ms RTT, window: {}", st.summary());
         assert!(st.stable(), "{}", st.summary());
     }
 );

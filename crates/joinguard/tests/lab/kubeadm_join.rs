@@ -232,7 +232,8 @@ labtest!(
         env.lab().net().set_link(
             env.joiner(),
             m2,
-            Impairment::delay(Duration::from_millis(40)),
+            // 300 ms RTT: past 1/4 of the 1 s election timeout.
+            Impairment::delay(Duration::from_millis(150)),
         );
         let m2_peer = format!("{}:2380", m2.addr());
         let line = |extra: &[&str]| -> Vec<String> {

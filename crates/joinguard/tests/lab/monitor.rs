@@ -338,11 +338,12 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     let v = python_parse("openmetrics", &om);
     assert_eq!(v["families"]["joinguard_probe_attempts"]["type"], "counter");
 
-    // 40 ms each way to m2: its peer and client RTT show it within two intervals.
+    // 150 ms each way to m2 (300 ms RTT, past 1/4 of the 1 s election timeout): its peer and
+    // client RTT show it within two intervals.
     fx.env.lab().net().set_link(
         fx.mon(),
         fx.env.lab().host("m2"),
-        Impairment::delay(Duration::from_millis(40)),
+        Impairment::delay(Duration::from_millis(150)),
     );
     let took = fx.wait_metrics("m2's RTT above 80 ms", INTERVAL * 3, |m| {
         [(&peer2, "etcd-peer-probe"), (&client2, "etcd-status")]

@@ -184,11 +184,12 @@ labtest!(
     etcd_preflight_one_slow_member_is_named_and_can_be_ignored,
     lab(3, 0),
     |fx| {
+        // 300 ms RTT: past 1/4 of the 1 s election timeout (docs/thresholds.md).
         let m2 = fx.lab().host("m2");
         fx.lab().net().set_link(
             fx.joiner(),
             m2,
-            Impairment::delay(Duration::from_millis(40)),
+            Impairment::delay(Duration::from_millis(150)),
         );
         let (run, v) = fx.preflight_json(&[]);
         assert_eq!(run.code, 1, "{run}");
@@ -211,10 +212,11 @@ labtest!(
             .find(|l| l.contains("[ERROR EtcdPeerLatency]"))
             .unwrap_or_else(|| panic!("{text}"));
         assert!(
-            line.contains(&slow_peer) && line.contains("heartbeat"),
+            line.contains(&slow_peer) && line.contains("election timeout"),
             "{line}"
         );
 
+        // The rest of a 300 ms path is warnings: the client round trips and the dial.
         let ignored = fx.preflight(&["--ignore-preflight-errors=EtcdPeerLatency"]);
         assert_eq!(ignored.code, 0, "{ignored}");
         assert!(
@@ -310,7 +312,7 @@ labtest!(
         fx.lab().net().set_link(
             fx.joiner(),
             m1,
-            Impairment::delay(Duration::from_millis(60)),
+            Impairment::delay(Duration::from_millis(150)),
         );
         let run = std::thread::scope(|s| {
             s.spawn(|| {
@@ -332,7 +334,7 @@ labtest!(
         fx.lab().net().set_link(
             fx.joiner(),
             m1,
-            Impairment::delay(Duration::from_millis(60)),
+            Impairment::delay(Duration::from_millis(150)),
         );
         let run = fx.preflight(&["--wait", "5s", "--timeout", "3s"]);
         assert_eq!(run.code, 1, "{run}");
@@ -389,7 +391,8 @@ labtest!(preflight_no_false_verdicts, lab(1, 0), |fx| {
         );
     }
 
-    // Twice the error threshold (effective RTT 133 ms against 66.7 ms): an error every time.
+    // Twice the error threshold (effective RTT 133 ms against 1/4 of a 267 ms election
+    // timeout, 66.7 ms; etcd wants at least 5 heartbeats in it): an error every time.
     net.set_link(
         fx.joiner(),
         m1,
@@ -397,7 +400,12 @@ labtest!(preflight_no_false_verdicts, lab(1, 0), |fx| {
     );
     let mut misses = Vec::new();
     for i in 0..30 {
-        let run = fx.preflight(&[]);
+        let run = fx.preflight(&[
+            "--etcd-heartbeat-interval",
+            "50ms",
+            "--etcd-election-timeout",
+            "267ms",
+        ]);
         if run.code != 1 || !run.stdout.contains("[ERROR EtcdPeerLatency]") {
             misses.push(format!("run {i}: {run}"));
         }

@@ -326,8 +326,9 @@ fn etcd_preflight_traces_a_failing_peer_and_names_the_hop() {
     slow_middle(&lab);
     let id = etcd.client_identity();
     let r2 = addr(&lab, "r2");
-    // 60 ms RTT is within the default 66.7 ms limit (2/3 of the 100 ms heartbeat). A cluster
-    // tuned with a 500 ms election timeout needs RTT <= 50 ms (1/10 of it), so it fails.
+    // 60 ms RTT is within the default limits (250 ms, 1/4 of the 1 s election timeout). A
+    // cluster tuned with a 200 ms election timeout (and a 40 ms heartbeat: etcd wants at least 5
+    // heartbeats in it) needs an RTT below 50 ms (1/4 of it), so it fails.
     let preflight = |extra: &[&str]| {
         let mut cmd = lab.host("joiner").command(JOINGUARD);
         cmd.arg("preflight")
@@ -335,7 +336,8 @@ fn etcd_preflight_traces_a_failing_peer_and_names_the_hop() {
             .args(["--etcd-cacert", &id.ca.display().to_string()])
             .args(["--etcd-cert", &id.cert.display().to_string()])
             .args(["--etcd-key", &id.key.display().to_string()])
-            .args(["--etcd-election-timeout", "500ms"])
+            .args(["--etcd-heartbeat-interval", "40ms"])
+            .args(["--etcd-election-timeout", "200ms"])
             .args(extra);
         harness::run(&mut cmd, RUN_TIMEOUT)
     };
