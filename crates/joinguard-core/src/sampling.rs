@@ -296,15 +296,6 @@ mod tests {
         latency_band(&l, LatencyFigure::EffectiveRtt, 100.0 / 3.0, 200.0 / 3.0)
     }
 
-    fn loss_band(policy: &SamplingPolicy, samples: &[Sample]) -> Band {
-        let lost = samples.iter().filter(|s| s.result.is_err()).count();
-        let est = LossEstimate {
-            lost: lost as u32,
-            attempts: samples.len() as u32,
-        };
-        policy.loss_band(&est, 0.01, 0.05)
-    }
-
     /// RTT `base` with +-20% uniform jitter, as in the acceptance runs.
     fn jittered(rng: &mut StdRng, base: f64) -> f64 {
         base * (1.0 + rng.random_range(-0.2..0.2))
@@ -432,12 +423,22 @@ mod tests {
 
     /// Runs a loss stream with true loss `q` and returns the band counts and mean samples.
     fn loss_runs(q: f64, runs: usize, seed: u64) -> ([usize; 3], usize) {
+        loss_runs_at((0.01, 0.05), q, runs, seed)
+    }
+
+    /// `runs` simulated loss streams at true loss `q`, judged against `(warn, error)`: the
+    /// count of runs per band (ok, warning, error) and the mean number of samples.
+    fn loss_runs_at(limits: (f64, f64), q: f64, runs: usize, seed: u64) -> ([usize; 3], usize) {
         let p = SamplingPolicy::default();
+        let limit = Limit::Loss {
+            warn: limits.0,
+            error: limits.1,
+        };
         let mut rng = StdRng::seed_from_u64(seed);
         let mut bands = [0; 3];
         let mut total = 0;
         for _ in 0..runs {
-            let s = run(&p, &[LOSS], &mut rng, |r, _| {
+            let s = run(&p, &[limit], &mut rng, |r, _| {
                 if r.random::<f64>() < q {
                     lost()
                 } else {
@@ -445,9 +446,48 @@ mod tests {
                 }
             });
             total += s.len();
-            bands[loss_band(&p, &s) as usize] += 1;
+            let lost = s.iter().filter(|s| s.result.is_err()).count();
+            let est = LossEstimate {
+                lost: lost as u32,
+                attempts: s.len() as u32,
+            };
+            bands[p.loss_band(&est, limits.0, limits.1) as usize] += 1;
         }
         (bands, total / runs)
+    }
+
+    /// The default limits since the join sweep (docs/thresholds.md): warning 1%, error 10%.
+    const SWEEP_LIMITS: (f64, f64) = (0.01, 0.10);
+
+    #[test]
+    fn at_the_sweep_limit_five_percent_is_a_warning_and_twenty_an_error() {
+        // 5% round trip joined and stayed stable in the sweep: an error at most 1 run in 200
+        // (at the 400-sample cap, the z = 0.5 lower bound can pass 10% by chance).
+        let ([ok, warn, err], _) = loss_runs_at(SWEEP_LIMITS, 0.05, 1000, 21);
+        assert!(err <= 5 && warn >= 990, "ok {ok} warn {warn} err {err}");
+        // 19% broke a 2-member cluster: an error every time, and quickly.
+        let ([ok, warn, err], mean) = loss_runs_at(SWEEP_LIMITS, 0.19, 1000, 22);
+        assert!(err >= 995, "ok {ok} warn {warn} err {err}");
+        assert!(mean < 250, "mean {mean}");
+    }
+
+    /// The table in docs/preflight.md ("Loss streams"): `cargo test -p joinguard-core --lib
+    /// loss_table -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "prints the docs table; slow"]
+    #[allow(clippy::print_stdout)]
+    fn loss_table() {
+        for q in [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.10, 0.15, 0.19] {
+            let ([ok, warn, err], mean) = loss_runs_at(SWEEP_LIMITS, q, 20_000, 30);
+            let pct = |n: usize| n as f64 / 200.0;
+            println!(
+                "| {}% | {}% | {}% | {}% | {mean} |",
+                q * 100.0,
+                pct(ok),
+                pct(warn),
+                pct(err)
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! Run as root with the lab's prerequisites: `scripts/join-sweep` (bounded in time, resumable:
 //! cells already in the CSV are skipped). Environment:
 //! - `JOINGUARD_SWEEP_CSV`: the CSV (default `target/bench/join-sweep.csv`);
-//! - `JOINGUARD_SWEEP_CELLS`: `grid` (default; the cells that locate each boundary) or `smoke`;
+//! - `JOINGUARD_SWEEP_CELLS`: `grid` (default; the cells that locate each boundary), `smoke`,
+//!   `loss` (the grid's loss cells) or `none` (only redraw the plot and the table);
 //! - `JOINGUARD_SWEEP_BUDGET`: stop starting cells after this long (default `90m`);
 //! - `JOINGUARD_SWEEP_WINDOW`: the stability window (default `30s`);
 //! - `JOINGUARD_ETCD_BIN_34`, `JOINGUARD_ETCD_BIN_35`: the etcd binaries (`.cache/env`).
@@ -285,6 +286,8 @@ fn main() {
         });
     let cells = match std::env::var("JOINGUARD_SWEEP_CELLS").as_deref() {
         Ok("smoke") => smoke(),
+        // The grid's loss cells alone (both topologies), e.g. after a change to the loss rule.
+        Ok("loss") => grid().into_iter().filter(|c| c.loss_pct > 0.0).collect(),
         // Only (re)draw the plot from the CSV.
         Ok("none") => Vec::new(),
         _ => grid(),

@@ -136,12 +136,16 @@ impl Thresholds {
                 format!("the {hb_s} heartbeat interval"),
                 "1/4 of kubeadm's 2 s per-call etcd timeout".into(),
             ),
-            // joinguard defaults; loss is the round-trip loss of a probe.
+            // Round-trip loss of a probe. The join sweep (docs/thresholds.md): joins held and
+            // stayed stable up to 5% loss each way (about 10% round trip) on 1 -> 2 and 3 -> 4
+            // members; at 10% each way (19% round trip) a 2-member cluster broke in both runs
+            // (a failed promote dial; 4 leader changes in 30 s) while 3 -> 4 held. One run per
+            // cell cannot raise the limit for larger clusters, so it is 10% for all.
             packet_loss: Threshold::new(
                 1.0,
-                5.0,
+                10.0,
                 "joinguard's default".into(),
-                "joinguard's default".into(),
+                "joins held up to 10% round-trip loss in joinguard's join sweep".into(),
             ),
             // joinguard defaults for the /readyz p90 through the endpoint.
             api_server_latency: Threshold::new(
