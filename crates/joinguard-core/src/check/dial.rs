@@ -38,8 +38,13 @@ impl Checker {
             let head = format!("etcd member {}", m.label());
             if let Some(d) = m.dial {
                 let ms = d.as_secs_f64() * 1000.0;
+                let of = if m.dials > 1 {
+                    format!(" (the fastest of {} dials)", m.dials)
+                } else {
+                    String::new()
+                };
                 let took = format!(
-                    "connected (TCP, TLS, HTTP/2) and answered Status in {}",
+                    "connected (TCP, TLS, HTTP/2) and answered Status in {}{of}",
                     fmt_ms(ms)
                 );
                 out.push(if ms > t.error {

@@ -42,6 +42,8 @@ pub struct EtcdMemberHealth {
     /// The time to connect (TCP, TLS, HTTP/2) and read the first Status: kubeadm's blocking dial
     /// and sync, which it allows 2 s (`EtcdDialTime`).
     pub dial: Option<std::time::Duration>,
+    /// How many dials `dial` is the fastest of (a slow first dial is repeated).
+    pub dials: u32,
     /// When that connection did not complete in time: how long a plain TCP connect to the same
     /// port took (the port answers; the etcd connection over it is too slow).
     pub dial_tcp: Option<std::time::Duration>,

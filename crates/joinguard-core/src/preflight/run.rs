@@ -522,6 +522,25 @@ fn client_target<'a>(
         let st = client.first_status().clone();
         health.reachable = true;
         health.dial = Some(client.setup());
+        health.dials = 1;
+        // One dial is one sample, and a lost SYN (retransmitted after 1 s) or segment makes it
+        // slow on a path that is not. A first dial past the warning but short of what a long
+        // path takes (3 s) is repeated, up to twice, and the fastest is judged: EtcdDialTime
+        // judges the path's round trips, PacketLoss its loss.
+        let warn = Duration::from_secs_f64(input.thresholds.etcd_dial_time.warn / 1000.0);
+        while health.dials < 3
+            && health
+                .dial
+                .is_some_and(|d| d > warn && d < Duration::from_secs(3))
+            && clock.left() > Duration::from_secs(4)
+        {
+            health.dials += 1;
+            if let Ok(again) =
+                etcd::connect(&endpoint, Some(tls), clock.left().min(SETUP_TIMEOUT)).await
+            {
+                health.dial = health.dial.min(Some(again.setup()));
+            }
+        }
         health.member_id = Some(st.member_id);
         health.leader = Some(st.leader);
         health.is_learner = st.is_learner;
