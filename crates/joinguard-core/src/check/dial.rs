@@ -47,40 +47,31 @@ impl Checker {
                     "connected (TCP, TLS, HTTP/2) and answered Status in {}{of}",
                     fmt_ms(ms)
                 );
-                out.push(if ms > t.error {
-                    result(
+                let (status, limit, basis, verb, tail) = if ms > t.error {
+                    (
                         Status::Error,
-                        format!(
-                            "{head}: {took}, above {} ({}); {consequence}",
-                            fmt_ms(t.error),
-                            t.error_basis
-                        ),
-                        Some(ms),
-                        Some(t.error),
+                        t.error,
+                        &t.error_basis,
+                        "above",
+                        consequence.as_str(),
                     )
                 } else if ms > t.warn {
-                    result(
-                        Status::Warning,
-                        format!(
-                            "{head}: {took}, above {} ({}); the join's dials have little margin",
-                            fmt_ms(t.warn),
-                            t.warn_basis
-                        ),
-                        Some(ms),
-                        Some(t.warn),
-                    )
+                    let tail = "the join's dials have little margin";
+                    (Status::Warning, t.warn, &t.warn_basis, "above", tail)
                 } else {
-                    result(
-                        Status::Ok,
-                        format!(
-                            "{head}: {took}, within {} ({})",
-                            fmt_ms(t.warn),
-                            t.warn_basis
-                        ),
-                        Some(ms),
-                        Some(t.warn),
-                    )
-                });
+                    (Status::Ok, t.warn, &t.warn_basis, "within", "")
+                };
+                let tail = if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {tail}")
+                };
+                out.push(result(
+                    status,
+                    format!("{head}: {took}, {verb} {} ({basis}){tail}", fmt_ms(limit)),
+                    Some(ms),
+                    Some(limit),
+                ));
             } else if let (Some(tcp), Some(why)) = (m.dial_tcp, &m.failure) {
                 out.push(result(
                     Status::Error,
