@@ -34,6 +34,33 @@ pub fn trim_count(n: usize) -> usize {
     (n / 10).clamp(1, n - 1)
 }
 
+/// How many of the highest values to discard out of `n` when the path loses round trips as
+/// `loss` measured them (the host's ICMP echo stream, which `PacketLoss` judges on its own).
+///
+/// A request/response on a kept-alive TCP connection (the peer probe, Status, a quorum read) is
+/// two segments, as an echo is, so about the echo loss ratio `q` of the samples wait for a
+/// retransmission: at least the 200 ms minimum RTO, enough to lift a 20 ms path past the
+/// peer-latency error limit. The base [`trim_count`] covers about 1% loss each way; beyond that,
+/// discard the expected number of delayed samples `n q` plus three standard deviations of the
+/// difference between the samples' count and that estimate (binomial, with the echo stream's
+/// own sampling error: variance `n q (1 - q) (1 + n / m)` for `m` echoes). So loss the join sweep
+/// showed to be harmless (5% each way: about 10% of samples delayed; joins held and stayed
+/// stable) is judged once, by `PacketLoss`, and not again as latency.
+///
+/// Never more than a quarter of the samples: the robust p99 stays at or above the p75, so a path
+/// slow for a third of its samples fails whatever the loss.
+pub fn loss_trim_count(n: usize, loss: &LossEstimate) -> usize {
+    let base = trim_count(n);
+    let q = loss.ratio();
+    if n < 2 || loss.attempts == 0 || q <= 0.0 {
+        return base;
+    }
+    let (nf, m) = (n as f64, f64::from(loss.attempts));
+    let sd = (nf * q * (1.0 - q) * (1.0 + nf / m)).sqrt();
+    let cap = (n / 4).max(base);
+    ((nf * q + 3.0 * sd).ceil() as usize).clamp(base, cap)
+}
+
 /// Nearest-rank quantile `q` (0 < q <= 1) of an ascending slice: the value at rank
 /// `ceil(q * n)`. Nearest rank returns a value that was actually measured, never an interpolation.
 pub fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
@@ -65,19 +92,32 @@ pub struct Latency {
     /// Jitter after discarding the `2 * trim_count` largest consecutive differences: one spike
     /// makes two large differences (up and down), so both go.
     pub robust_jitter_ms: f64,
+    /// How many of the highest RTTs the robust figures discarded: [`trim_count`], or
+    /// [`loss_trim_count`] when the figures account for the path's loss.
+    pub discarded: usize,
 }
 
 impl Latency {
     /// Figures from RTTs in milliseconds, in the order they were measured (jitter depends on
     /// order). `None` when there are none.
     pub fn from_rtts_ms(rtts: &[f64]) -> Option<Latency> {
+        Latency::trimmed(rtts, trim_count(rtts.len()))
+    }
+
+    /// Figures as [`Latency::from_rtts_ms`], the robust ones discarding the
+    /// [`loss_trim_count`] highest RTTs for a path with the round-trip `loss` measured.
+    pub fn from_rtts_ms_with_loss(rtts: &[f64], loss: &LossEstimate) -> Option<Latency> {
+        Latency::trimmed(rtts, loss_trim_count(rtts.len(), loss))
+    }
+
+    fn trimmed(rtts: &[f64], t: usize) -> Option<Latency> {
         if rtts.is_empty() {
             return None;
         }
         let n = rtts.len();
         let mut sorted = rtts.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let t = trim_count(n);
+        let t = t.min(n - 1);
         let kept = &sorted[..n - t];
 
         let mut diffs: Vec<f64> = rtts.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
@@ -98,6 +138,7 @@ impl Latency {
             jitter_ms,
             robust_p99_ms: nearest_rank(kept, 0.99).unwrap_or(sorted[0]),
             robust_jitter_ms,
+            discarded: t,
         })
     }
 
@@ -179,6 +220,9 @@ pub struct Summary {
     pub latency: Option<Latency>,
     /// The most recent failure, for messages ("timed out after 2000 ms").
     pub last_failure: Option<ProbeFailure>,
+    /// The successful RTTs in milliseconds, in the order measured (to recompute `latency` with
+    /// a different trim, see [`Summary::with_loss`]).
+    pub rtts_ms: Vec<f64>,
 }
 
 impl Summary {
@@ -200,7 +244,18 @@ impl Summary {
             lost: u32::try_from(attempts - rtts.len()).unwrap_or(u32::MAX),
             latency: Latency::from_rtts_ms(&rtts),
             last_failure,
+            rtts_ms: rtts,
         }
+    }
+
+    /// This summary with its robust figures recomputed for a path with the round-trip `loss`
+    /// measured (see [`loss_trim_count`]); unchanged when that discards no more than before.
+    pub fn with_loss(&self, loss: &LossEstimate) -> Summary {
+        let mut s = self.clone();
+        if loss_trim_count(self.rtts_ms.len(), loss) > trim_count(self.rtts_ms.len()) {
+            s.latency = Latency::from_rtts_ms_with_loss(&self.rtts_ms, loss);
+        }
+        s
     }
 
     pub fn loss(&self) -> LossEstimate {
@@ -267,6 +322,52 @@ mod tests {
         assert_eq!(trim_count(19), 1);
         assert_eq!(trim_count(20), 2);
         assert_eq!(trim_count(60), 6);
+    }
+
+    fn echoes(lost: u32, attempts: u32) -> LossEstimate {
+        LossEstimate { lost, attempts }
+    }
+
+    #[test]
+    fn loss_trim_adds_what_the_loss_explains_and_stops_at_a_quarter() {
+        // No loss, or loss the base trim already covers (1% each way): the base tenth.
+        assert_eq!(loss_trim_count(60, &echoes(0, 400)), 6);
+        assert_eq!(loss_trim_count(60, &echoes(8, 400)), 6);
+        assert_eq!(loss_trim_count(60, &echoes(0, 0)), 6);
+        // 5% each way (39 of 400 echoes lost): 5.85 expected plus 3 sd (2.46) = 13.2.
+        assert_eq!(loss_trim_count(60, &echoes(39, 400)), 14);
+        // Fewer echoes, a less certain estimate, a wider margin.
+        assert_eq!(loss_trim_count(60, &echoes(10, 100)), 15);
+        // Past PacketLoss's error limit the cap holds: the robust p99 stays at or above the p75.
+        assert_eq!(loss_trim_count(60, &echoes(76, 400)), 15);
+        assert_eq!(loss_trim_count(60, &echoes(400, 400)), 15);
+        assert_eq!(loss_trim_count(20, &echoes(40, 400)), 5);
+        // Never below the base, never all.
+        assert_eq!(loss_trim_count(2, &echoes(200, 400)), 1);
+        assert_eq!(loss_trim_count(1, &echoes(200, 400)), 0);
+    }
+
+    #[test]
+    fn with_loss_discards_retransmission_delays_only_as_many_as_the_loss_explains() {
+        // 20 ms path, 8 of 60 samples delayed by a 200 ms RTO: more than the base tenth.
+        let mut rtts = vec![20.0; 60];
+        for i in [3, 9, 17, 25, 33, 41, 49, 57] {
+            rtts[i] = 245.0;
+        }
+        let samples: Vec<Sample> = rtts.iter().map(|&ms| ok(ms)).collect();
+        let s = Summary::from_samples(&peer(), ProbeKind::EtcdPeerProbe, &samples);
+        let plain = s.latency.as_ref().unwrap();
+        assert_eq!((plain.discarded, plain.robust_p99_ms), (6, 245.0));
+        // The host lost 39 of 400 echoes: 14 discarded, the delays go.
+        let net = s.with_loss(&echoes(39, 400));
+        let l = net.latency.as_ref().unwrap();
+        assert_eq!(
+            (l.discarded, l.robust_p99_ms, l.robust_jitter_ms),
+            (14, 20.0, 0.0)
+        );
+        // The raw figures are untouched, and no loss changes nothing.
+        assert_eq!((l.p99_ms, l.max_ms), (245.0, 245.0));
+        assert_eq!(s.with_loss(&echoes(0, 400)), s);
     }
 
     #[test]

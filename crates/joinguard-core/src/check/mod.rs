@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::probe::ProbeKind;
 use crate::sampling::SamplingPolicy;
-use crate::stats::Summary;
+use crate::stats::{LossEstimate, Summary};
 use crate::target::{Target, TargetKind};
 
 /// Process exit codes (issue 3; the CLI returns them, scripts branch on them).
@@ -96,24 +96,36 @@ impl Checker {
                 .iter()
                 .any(|s| s.target.endpoint == endpoint && s.probe == probe)
         };
+        // The etcd latency streams are judged net of the host's loss: PacketLoss judges the loss,
+        // and the samples it delayed by a retransmission are not counted again as latency
+        // (stats::loss_trim_count).
+        let host_loss = host_loss(summaries);
+        let net = |s: &Summary| match host_loss.get(s.target.host.as_str()) {
+            Some(loss) => s.with_loss(loss),
+            None => s.clone(),
+        };
         let mut out = Vec::new();
         for s in summaries {
             let ep = s.target.endpoint.as_str();
             match (s.target.kind, s.probe) {
-                (TargetKind::EtcdPeer, ProbeKind::EtcdPeerProbe) => out.push(self.peer_latency(s)),
+                (TargetKind::EtcdPeer, ProbeKind::EtcdPeerProbe) => {
+                    out.push(self.peer_latency(&net(s)))
+                }
                 (TargetKind::EtcdPeer, ProbeKind::TcpConnect)
                     if !has(ep, ProbeKind::EtcdPeerProbe) =>
                 {
-                    out.push(self.peer_latency(s))
+                    out.push(self.peer_latency(&net(s)))
                 }
-                (TargetKind::EtcdClient, ProbeKind::EtcdStatus) => out.push(self.client_latency(s)),
+                (TargetKind::EtcdClient, ProbeKind::EtcdStatus) => {
+                    out.push(self.client_latency(&net(s)))
+                }
                 (TargetKind::EtcdClient, ProbeKind::TcpConnect)
                     if !has(ep, ProbeKind::EtcdStatus) =>
                 {
-                    out.push(self.client_latency(s))
+                    out.push(self.client_latency(&net(s)))
                 }
                 (TargetKind::EtcdClient, ProbeKind::EtcdQuorumRead) => {
-                    out.push(self.quorum_read_latency(s))
+                    out.push(self.quorum_read_latency(&net(s)))
                 }
                 (TargetKind::ApiServer, ProbeKind::ApiReadyz) => {
                     out.push(self.api_server_ready(s));
@@ -157,6 +169,24 @@ impl Checker {
     pub fn finish(&self, results: Vec<CheckResult>) -> Vec<CheckResult> {
         self.ignore.apply(results)
     }
+}
+
+/// The measured round-trip loss per host, from its ICMP echo stream (the one with the most
+/// echoes): the one stream that sees loss as loss (TCP-based streams retransmit and show it as
+/// delay). Hosts without an echo stream (no raw socket, ICMP filtered) are absent, and their
+/// latency is trimmed as usual.
+fn host_loss(summaries: &[Summary]) -> BTreeMap<&str, LossEstimate> {
+    let mut out: BTreeMap<&str, LossEstimate> = BTreeMap::new();
+    for s in summaries
+        .iter()
+        .filter(|s| s.probe == ProbeKind::IcmpEcho && s.samples > 0)
+    {
+        let e = out.entry(s.target.host.as_str()).or_insert(s.loss());
+        if s.samples > e.attempts {
+            *e = s.loss();
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -295,6 +295,78 @@ fn packet_loss_bands() {
     assert!(r.message.contains("too few probes"), "{}", r.message);
 }
 
+/// A 20 ms path: 60 peer samples and 60 Status samples, `delayed` of each waiting for a 200 ms
+/// RTO; 400 echoes to the member's host, `echo_lost` of them lost.
+fn lossy_member(delayed: usize, echo_lost: usize) -> Vec<CheckResult> {
+    let mut rtts = vec![20.0; 60];
+    for i in 0..delayed {
+        rtts[i * 60 / delayed] = 245.0;
+    }
+    let sums = vec![
+        summary(
+            TargetKind::EtcdPeer,
+            "198.18.0.2:2380",
+            ProbeKind::EtcdPeerProbe,
+            &rtts,
+            0,
+        ),
+        summary(
+            TargetKind::EtcdClient,
+            "198.18.0.2:2379",
+            ProbeKind::EtcdStatus,
+            &rtts,
+            0,
+        ),
+        summary(
+            TargetKind::EtcdClient,
+            "198.18.0.2:2379",
+            ProbeKind::IcmpEcho,
+            &vec![20.0; 400 - echo_lost],
+            echo_lost,
+        ),
+    ];
+    Checker::default().evaluate_summaries(&sums)
+}
+
+#[test]
+fn retransmission_delays_the_hosts_loss_explains_are_judged_once_as_loss() {
+    // 8 of 60 samples delayed, 39 of 400 echoes lost (5% each way, where joins held): the
+    // peer and client latency pass, and PacketLoss warns.
+    let r = lossy_member(8, 39);
+    let get = |name, ep: &str| r.iter().find(|r| r.name == name && r.target == ep).unwrap();
+    let peer = get(CheckName::EtcdPeerLatency, "198.18.0.2:2380");
+    assert_eq!(peer.status, Status::Ok, "{}", peer.message);
+    assert!(
+        peer.message
+            .contains("60 samples, top 14 discarded, 8 of them for the host's packet loss"),
+        "{}",
+        peer.message
+    );
+    let client = get(CheckName::EtcdClientLatency, "198.18.0.2:2379");
+    assert_eq!(client.status, Status::Ok, "{}", client.message);
+    let loss = get(CheckName::PacketLoss, "198.18.0.2:2379");
+    assert_eq!(loss.status, Status::Warning, "{}", loss.message);
+    // The same delays with no echo lost are latency, not loss: the peer check fails.
+    let r = lossy_member(8, 0);
+    let peer = r
+        .iter()
+        .find(|r| r.name == CheckName::EtcdPeerLatency)
+        .unwrap();
+    assert_eq!(peer.status, Status::Error, "{}", peer.message);
+    assert!(
+        peer.message.contains("top 6 discarded)"),
+        "{}",
+        peer.message
+    );
+    // More delays than the loss explains: still an error.
+    let r = lossy_member(18, 39);
+    let peer = r
+        .iter()
+        .find(|r| r.name == CheckName::EtcdPeerLatency)
+        .unwrap();
+    assert_eq!(peer.status, Status::Error, "{}", peer.message);
+}
+
 #[test]
 fn loss_is_judged_on_the_echo_stream_even_when_a_latency_stream_is_longer() {
     // As in the lab at a heavy one-way loss: the echoes settle on an error after one batch of

@@ -37,8 +37,16 @@ pub(super) fn describe(t: &Target) -> String {
 }
 
 pub(super) fn describe_figure(figure: LatencyFigure, l: &Latency, attempts: u32) -> String {
-    let trimmed = trim_count(l.n);
-    let over = format!("{attempts} samples, top {trimmed} discarded");
+    let base = trim_count(l.n);
+    let over = if l.discarded > base {
+        format!(
+            "{attempts} samples, top {} discarded, {} of them for the host's packet loss",
+            l.discarded,
+            l.discarded - base
+        )
+    } else {
+        format!("{attempts} samples, top {} discarded", l.discarded)
+    };
     match figure {
         LatencyFigure::EffectiveRtt => format!(
             "effective RTT {:.1} ms (p99 {:.1} + jitter {:.1}; {over})",
