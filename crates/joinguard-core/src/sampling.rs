@@ -103,8 +103,13 @@ pub struct SamplingPolicy {
     pub latency_cap: usize,
     /// Attempts before any loss decision.
     pub loss_min: usize,
-    /// Attempts after which a loss stream is judged as it stands.
+    /// Attempts after which a loss stream is judged as it stands once its error limit is
+    /// resolved (only the warning limit is still in doubt).
     pub loss_cap: usize,
+    /// Attempts after which a loss stream is judged as it stands even with its error limit in
+    /// doubt: near the error limit, 400 echoes cannot tell a path that joins (10% round trip in
+    /// the sweep) from one that breaks (13.5%); 1000 can (docs/preflight.md, "Loss streams").
+    pub loss_cap_error: usize,
     /// Attempts without any success after which a stream stops (unreachable).
     pub give_up_after: usize,
     /// Wilson z around the loss warning limit.
@@ -124,6 +129,7 @@ impl Default for SamplingPolicy {
             latency_cap: 60,
             loss_min: 30,
             loss_cap: 400,
+            loss_cap_error: 1000,
             give_up_after: 3,
             loss_z_warn: 1.3,
             loss_z_error: 3.0,
@@ -174,10 +180,12 @@ impl SamplingPolicy {
                     })
             }
             Limit::Loss { warn, error } => {
-                attempts >= self.loss_cap
+                let error_resolved = loss_resolved(&loss, error, self.loss_z_error);
+                attempts >= self.loss_cap_error
+                    || (attempts >= self.loss_cap && error_resolved)
                     || (attempts >= self.loss_min
                         && loss_resolved(&loss, warn, self.loss_z_warn)
-                        && loss_resolved(&loss, error, self.loss_z_error))
+                        && error_resolved)
             }
         });
         if enough {
@@ -198,7 +206,7 @@ impl SamplingPolicy {
     /// limit: the Wilson lower bound must exceed it (strictly before the cap, loosely at it).
     /// Observed above the error limit without that evidence is a warning.
     pub fn loss_band(&self, loss: &LossEstimate, warn: f64, error: f64) -> Band {
-        let at_cap = loss.attempts as usize >= self.loss_cap;
+        let at_cap = loss.attempts as usize >= self.loss_cap_error;
         if loss.lower(self.loss_z_error) > error
             || (at_cap && loss.lower(self.loss_z_final) > error)
         {
@@ -554,19 +562,22 @@ mod tests {
         (bands, total / runs)
     }
 
-    /// The default limits since the join sweep (docs/thresholds.md): warning 1%, error 10%.
-    const SWEEP_LIMITS: (f64, f64) = (0.01, 0.10);
+    /// The default limits since the join sweeps (docs/thresholds.md): warning 1%, error 12%.
+    const SWEEP_LIMITS: (f64, f64) = (0.01, 0.12);
 
     #[test]
-    fn at_the_sweep_limit_five_percent_is_a_warning_and_twenty_an_error() {
-        // 5% round trip joined and stayed stable in the sweep: an error at most 1 run in 200
-        // (at the 400-sample cap, the z = 0.5 lower bound can pass 10% by chance).
-        let ([ok, warn, err], _) = loss_runs_at(SWEEP_LIMITS, 0.05, 1000, 21);
-        assert!(err <= 5 && warn >= 990, "ok {ok} warn {warn} err {err}");
-        // 19% broke a 2-member cluster: an error every time, and quickly.
+    fn at_the_sweep_limit_what_held_warns_and_what_broke_errs() {
+        // 5% each way (9.75% round trip) held in every sweep run: an error at most 1 run in 100
+        // (at the 1000-echo cap, the z = 0.5 lower bound can pass 12% by chance).
+        let ([ok, warn, err], _) = loss_runs_at(SWEEP_LIMITS, 0.0975, 1000, 21);
+        assert!(err <= 10 && warn >= 990, "ok {ok} warn {warn} err {err}");
+        // 7% each way (13.5%) broke a 2-member cluster's stability: an error most times.
+        let ([ok, warn, err], _) = loss_runs_at(SWEEP_LIMITS, 0.135, 1000, 23);
+        assert!(err >= 750, "ok {ok} warn {warn} err {err}");
+        // 10% each way (19%) broke it in 2 of 4 runs: an error every time, and quickly.
         let ([ok, warn, err], mean) = loss_runs_at(SWEEP_LIMITS, 0.19, 1000, 22);
         assert!(err >= 995, "ok {ok} warn {warn} err {err}");
-        assert!(mean < 250, "mean {mean}");
+        assert!(mean < 300, "mean {mean}");
     }
 
     /// The table in docs/preflight.md ("Loss streams"): `cargo test -p joinguard-core --lib
@@ -575,7 +586,7 @@ mod tests {
     #[ignore = "prints the docs table; slow"]
     #[allow(clippy::print_stdout)]
     fn loss_table() {
-        for q in [0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.10, 0.15, 0.19] {
+        for q in [0.0, 0.01, 0.02, 0.03, 0.05, 0.0975, 0.12, 0.135, 0.19] {
             let ([ok, warn, err], mean) = loss_runs_at(SWEEP_LIMITS, q, 20_000, 30);
             let pct = |n: usize| n as f64 / 200.0;
             println!(

@@ -112,7 +112,7 @@ fn grid() -> Vec<Cell> {
         for rtt in [2, 20, 50, 80, 120, 200, 300] {
             v.push(cell(members, "3.4", rtt));
         }
-        for loss in [1.0, 3.0, 5.0, 10.0] {
+        for loss in [1.0, 3.0, 5.0, 7.0, 10.0] {
             v.push(Cell {
                 loss_pct: loss,
                 ..cell(members, "3.4", 20)

@@ -51,7 +51,7 @@ fn default_thresholds_match_design_table() {
         ),
         (100.0, 500.0)
     );
-    assert_eq!((t.packet_loss.warn, t.packet_loss.error), (1.0, 10.0));
+    assert_eq!((t.packet_loss.warn, t.packet_loss.error), (1.0, 12.0));
     assert_eq!(
         (t.api_server_latency.warn, t.api_server_latency.error),
         (250.0, 1000.0)
@@ -283,7 +283,7 @@ fn packet_loss_bands() {
     assert_eq!(r.status, Status::Error, "{}", r.message);
     assert!(
         r.message
-            .contains("loss 20.0% (80 of 400 probes) exceeds 10% (joins held up to 10% round-trip loss in joinguard's join sweep)"),
+            .contains("loss 20.0% (80 of 400 probes) exceeds 12% (joins held at 10% and broke at 13.5% round-trip loss in joinguard's join sweep)"),
         "{}",
         r.message
     );

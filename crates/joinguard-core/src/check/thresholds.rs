@@ -135,16 +135,19 @@ impl Thresholds {
             // one raft round; one near kubeadm's 2 s per-call cap fails member add or promote.
             etcd_client_latency: client.clone(),
             etcd_quorum_read_latency: client,
-            // Round-trip loss of a probe. The join sweep (docs/thresholds.md): joins held and
-            // stayed stable up to 5% loss each way (about 10% round trip) on 1 -> 2 and 3 -> 4
-            // members; at 10% each way (19% round trip) a 2-member cluster broke in 2 of 3 runs
-            // (a failed promote dial; 4 leader changes in 30 s) while 3 -> 4 held. One run per
-            // cell cannot raise the limit for larger clusters, so it is 10% for all.
+            // Round-trip loss of a probe. The join sweeps (docs/thresholds.md): at 5% loss each
+            // way (about 10% round trip) joins held and stayed stable in every run, on 1 -> 2
+            // (3 of 3) and 3 -> 4 members; at 7% each way (13.5% round trip) a 2-member cluster
+            // had 2 leader changes in its 30 s window, and at 10% each way (19%) it broke in 2
+            // of 4 runs, while 3 -> 4 held in every run. The error sits between the loss that
+            // held and the loss that broke a cluster in which the joiner is one of two voters;
+            // larger clusters are not given a higher limit (see docs/thresholds.md).
             packet_loss: Threshold::new(
                 1.0,
-                10.0,
+                12.0,
                 "joinguard's default".into(),
-                "joins held up to 10% round-trip loss in joinguard's join sweep".into(),
+                "joins held at 10% and broke at 13.5% round-trip loss in joinguard's join sweep"
+                    .into(),
             ),
             // joinguard defaults for the /readyz p90 through the endpoint.
             api_server_latency: Threshold::new(
