@@ -136,9 +136,15 @@ fn apply(lab: &Lab, req: Request) -> Reply {
             for a in lab.hosts() {
                 for b in lab.hosts() {
                     let s = lab.net().stats(a, b);
-                    if s.forwarded + s.dropped_loss + s.dropped_blackout + s.dropped_queue > 0 {
+                    if s.forwarded
+                        + s.dropped_loss
+                        + s.dropped_blackout
+                        + s.dropped_queue
+                        + s.dropped_mtu
+                        > 0
+                    {
                         lines.push(format!(
-                            "{:>8} -> {:<8} fwd {:>8} bytes {:>10} loss {:>6} blackout {:>6} queue {:>6}  [{}]",
+                            "{:>8} -> {:<8} fwd {:>8} bytes {:>10} loss {:>6} blackout {:>6} queue {:>6} mtu {:>6}  [{}]",
                             a.name(),
                             b.name(),
                             s.forwarded,
@@ -146,6 +152,7 @@ fn apply(lab: &Lab, req: Request) -> Reply {
                             s.dropped_loss,
                             s.dropped_blackout,
                             s.dropped_queue,
+                            s.dropped_mtu,
                             lab.net().get(a, b)
                         ));
                     }

@@ -54,6 +54,8 @@ pub struct PairStats {
     pub dropped_loss: u64,
     pub dropped_blackout: u64,
     pub dropped_queue: u64,
+    /// Dropped for being longer than the link's `mtu` (answered or not).
+    pub dropped_mtu: u64,
 }
 
 #[derive(Default)]
@@ -63,6 +65,7 @@ struct AtomicStats {
     dropped_loss: AtomicU64,
     dropped_blackout: AtomicU64,
     dropped_queue: AtomicU64,
+    dropped_mtu: AtomicU64,
 }
 
 /// Mutable state of one direction: its configuration and what the rate and ordering rules need.
@@ -241,6 +244,7 @@ impl Network {
             dropped_loss: s.dropped_loss.load(Ordering::Relaxed),
             dropped_blackout: s.dropped_blackout.load(Ordering::Relaxed),
             dropped_queue: s.dropped_queue.load(Ordering::Relaxed),
+            dropped_mtu: s.dropped_mtu.load(Ordering::Relaxed),
         }
     }
 
@@ -365,7 +369,22 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                 let release = {
                     let mut dirs = lock(&sh.dirs);
                     let d = &mut dirs[pair];
-                    decide(d, len, now, &mut rng, stats)
+                    match d.imp.mtu.filter(|m| len > *m) {
+                        Some(mtu) => Err(d.imp.mtu_icmp.then_some(mtu)),
+                        None => Ok(decide(d, len, now, &mut rng, stats)),
+                    }
+                };
+                let release = match release {
+                    Ok(r) => r,
+                    Err(answer) => {
+                        stats.dropped_mtu.fetch_add(1, Ordering::Relaxed);
+                        // The next hop answers at once, as a router on the link would.
+                        if let Some(reply) = answer.and_then(|m| frag_needed(pkt, sh.addrs[dst], m))
+                        {
+                            let _ = devices[src].send(&reply);
+                        }
+                        continue;
+                    }
                 };
                 let Some(at) = release else { continue };
                 stats.forwarded.fetch_add(1, Ordering::Relaxed);
@@ -384,6 +403,51 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
             }
         }
     }
+}
+
+/// ICMP "fragmentation needed and DF set" (type 3, code 4, RFC 792 with RFC 1191's next-hop MTU)
+/// from `router` for an IPv4 packet too long for a link of `mtu` bytes: `None` when the packet
+/// may be fragmented (DF clear: netlab drops it silently, it never fragments) or is itself an
+/// ICMP error (RFC 1122 3.2.2: no error about an error).
+fn frag_needed(pkt: &[u8], router: Ipv4Addr, mtu: usize) -> Option<Vec<u8>> {
+    if pkt.len() < 20 || pkt[0] >> 4 != 4 || pkt[6] & 0x40 == 0 {
+        return None;
+    }
+    let ihl = usize::from(pkt[0] & 0x0f) * 4;
+    if ihl < 20 || pkt.len() < ihl {
+        return None;
+    }
+    if pkt[9] == 1 && pkt.len() > ihl && matches!(pkt[ihl], 3 | 4 | 5 | 11 | 12) {
+        return None;
+    }
+    let quote = &pkt[..(ihl + 8).min(pkt.len())];
+    let mtu = u16::try_from(mtu).unwrap_or(u16::MAX).to_be_bytes();
+    let mut icmp = vec![3, 4, 0, 0, 0, 0, mtu[0], mtu[1]];
+    icmp.extend_from_slice(quote);
+    let c = inet_checksum(&icmp).to_be_bytes();
+    icmp[2..4].copy_from_slice(&c);
+    let total = u16::try_from(20 + icmp.len()).ok()?.to_be_bytes();
+    let r = router.octets();
+    let mut ip = vec![
+        0x45, 0xc0, total[0], total[1], 0, 0, 0, 0, 64, 1, 0, 0, r[0], r[1], r[2], r[3], pkt[12],
+        pkt[13], pkt[14], pkt[15],
+    ];
+    let c = inet_checksum(&ip).to_be_bytes();
+    ip[10..12].copy_from_slice(&c);
+    ip.extend_from_slice(&icmp);
+    Some(ip)
+}
+
+/// The Internet checksum (RFC 1071) of `bytes`.
+fn inet_checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 /// The destination host of an IPv4 packet, by its destination address.
@@ -435,4 +499,36 @@ fn decide(
     }
     d.last_release = Some(at);
     Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frag_needed_quotes_the_packet_and_carries_the_mtu() {
+        // A 1500-byte TCP packet from 198.18.0.1 to 198.18.0.3 with DF set.
+        let mut pkt = vec![0u8; 1500];
+        pkt[..20].copy_from_slice(&[
+            0x45, 0, 0x05, 0xdc, 0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 18, 0, 3,
+        ]);
+        pkt[20..28].copy_from_slice(&[0x9c, 0x40, 0x09, 0x54, 1, 2, 3, 4]);
+        let r = frag_needed(&pkt, Ipv4Addr::new(198, 18, 0, 3), 1400).expect("DF set");
+        assert_eq!(r.len(), 20 + 8 + 28);
+        assert_eq!(&r[12..16], &[198, 18, 0, 3], "from the router");
+        assert_eq!(&r[16..20], &[198, 18, 0, 1], "to the sender");
+        assert_eq!((r[9], r[20], r[21]), (1, 3, 4), "ICMP type 3 code 4");
+        assert_eq!(u16::from_be_bytes([r[26], r[27]]), 1400);
+        assert_eq!(&r[28..], &pkt[..28], "the original header and 8 bytes");
+        assert_eq!(inet_checksum(&r[..20]), 0, "IP checksum verifies");
+        assert_eq!(inet_checksum(&r[20..]), 0, "ICMP checksum verifies");
+        // DF clear: dropped silently (netlab does not fragment).
+        pkt[6] = 0;
+        assert!(frag_needed(&pkt, Ipv4Addr::new(198, 18, 0, 3), 1400).is_none());
+        // Never an error about an ICMP error.
+        pkt[6] = 0x40;
+        pkt[9] = 1;
+        pkt[20] = 3;
+        assert!(frag_needed(&pkt, Ipv4Addr::new(198, 18, 0, 3), 1400).is_none());
+    }
 }

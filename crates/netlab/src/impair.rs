@@ -52,6 +52,15 @@ pub struct Impairment {
     pub queue_bytes: usize,
     /// Drop every packet.
     pub blackout: bool,
+    /// Drop every IPv4 packet longer than this many bytes (header included), as a path whose
+    /// MTU is below the hosts' interfaces (1500) does. netlab never fragments.
+    #[serde(default)]
+    pub mtu: Option<usize>,
+    /// With `mtu`: answer each dropped packet that has DF set with ICMP "fragmentation needed"
+    /// (type 3, code 4) carrying the MTU, as a router does (RFC 1191). Without it the drop is
+    /// silent: a path MTU blackhole, as behind a firewall that eats ICMP.
+    #[serde(default)]
+    pub mtu_icmp: bool,
 }
 
 /// Default queue for a rate-limited link: 256 KiB, enough for a few TCP windows without
@@ -116,6 +125,13 @@ impl Impairment {
         self
     }
 
+    /// Drops packets longer than `bytes`; `icmp` answers them with "fragmentation needed".
+    pub fn with_mtu(mut self, bytes: usize, icmp: bool) -> Self {
+        self.mtu = Some(bytes);
+        self.mtu_icmp = icmp;
+        self
+    }
+
     /// Whether this is a clean link (packets can be forwarded at once).
     pub fn is_clean(&self) -> bool {
         self.delay.is_zero()
@@ -123,6 +139,7 @@ impl Impairment {
             && self.loss.is_none()
             && self.rate_bps.is_none()
             && !self.blackout
+            && self.mtu.is_none()
     }
 
     /// The delay for one packet: `delay` plus a jitter sample, never negative.
@@ -227,8 +244,11 @@ pub enum ParseImpairmentError {
     /// A queue size that does not parse.
     #[error("queue `{0}` is not a size like 64k")]
     Queue(String),
+    /// An MTU that is not a packet size netlab can apply.
+    #[error("mtu `{0}` is not a packet size from 68 to 1500 bytes, optionally followed by /icmp (mtu=1400 drops larger packets silently, mtu=1400/icmp answers them with ICMP fragmentation needed)")]
+    Mtu(String),
     /// A key the text form does not have.
-    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, blackout or none)")]
+    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, mtu, blackout or none)")]
     Unknown(String),
 }
 
@@ -236,7 +256,8 @@ pub enum ParseImpairmentError {
 ///
 /// `delay=25ms`, `jitter=2ms` (normal sigma), `ujitter=5ms` (uniform half-width), `loss=1%`,
 /// `burst-loss=5%/4` (rate / mean burst length), `rate=10mbit` (or kbit, gbit, bit), `queue=64k`,
-/// `blackout`, `none`.
+/// `mtu=1400` (drop larger packets silently) or `mtu=1400/icmp` (answer them with ICMP
+/// "fragmentation needed"), `blackout`, `none`.
 impl FromStr for Impairment {
     type Err = ParseImpairmentError;
 
@@ -267,6 +288,20 @@ impl FromStr for Impairment {
                 }
                 "rate" => imp = imp.with_rate(parse_rate(need()?)?),
                 "queue" => imp.queue_bytes = parse_bytes(need()?)?,
+                "mtu" => {
+                    let v = need()?;
+                    let (size, icmp) = match v.split_once('/') {
+                        Some((n, "icmp")) => (n, true),
+                        Some(_) => return Err(ParseImpairmentError::Mtu(v.into())),
+                        None => (v, false),
+                    };
+                    let size: usize = size
+                        .parse()
+                        .ok()
+                        .filter(|n| (68..=1500).contains(n))
+                        .ok_or_else(|| ParseImpairmentError::Mtu(v.into()))?;
+                    imp = imp.with_mtu(size, icmp);
+                }
                 other => return Err(ParseImpairmentError::Unknown(other.into())),
             }
         }
@@ -297,6 +332,12 @@ impl fmt::Display for Impairment {
         }
         if let Some(r) = self.rate_bps {
             parts.push(format!("rate={r}bit"));
+        }
+        if let Some(m) = self.mtu {
+            parts.push(format!(
+                "mtu={m}{}",
+                if self.mtu_icmp { "/icmp" } else { "" }
+            ));
         }
         if parts.is_empty() {
             parts.push("none".to_string());
@@ -379,6 +420,13 @@ mod tests {
             "delay=25ms,jitter=2ms,loss=1%,rate=10000000bit"
         );
         assert!("blackout".parse::<Impairment>().unwrap().blackout);
+        let imp: Impairment = "delay=5ms,mtu=1400".parse().unwrap();
+        assert_eq!((imp.mtu, imp.mtu_icmp), (Some(1400), false));
+        assert!(!imp.is_clean());
+        assert_eq!(imp.to_string(), "delay=5ms,mtu=1400");
+        let imp: Impairment = "mtu=1280/icmp".parse().unwrap();
+        assert_eq!((imp.mtu, imp.mtu_icmp), (Some(1280), true));
+        assert_eq!(imp.to_string(), "mtu=1280/icmp");
         assert!("none".parse::<Impairment>().unwrap().is_clean());
     }
 
@@ -396,6 +444,12 @@ mod tests {
         assert_eq!(e("delay"), "`delay` needs a value");
         assert_eq!(e("burst-loss=5%"), "burst-loss wants RATE/LENGTH, got `5%`");
         assert_eq!(e("queue=lots"), "queue `lots` is not a size like 64k");
+        for bad in ["mtu=9000", "mtu=big", "mtu=1400/quiet", "mtu=20"] {
+            assert!(
+                e(bad).contains("is not a packet size from 68 to 1500"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

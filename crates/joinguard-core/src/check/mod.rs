@@ -41,6 +41,7 @@ mod latency;
 mod loss;
 pub mod member;
 mod model;
+mod pmtu;
 mod reach;
 mod snapshot;
 mod thresholds;

@@ -40,10 +40,12 @@ pub enum CheckName {
     EtcdVersionSkew,
     /// The time to connect to a member and read its Status, against kubeadm's 2 s etcd dial.
     EtcdDialTime,
+    /// Whether full-size packets cross to a host (`pmtu`).
+    PathMtu,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 17] = [
+    pub const ALL: [CheckName; 18] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -61,6 +63,7 @@ impl CheckName {
         CheckName::EtcdMemberRegistered,
         CheckName::EtcdVersionSkew,
         CheckName::EtcdDialTime,
+        CheckName::PathMtu,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -84,6 +87,7 @@ impl CheckName {
             CheckName::EtcdMemberRegistered => "EtcdMemberRegistered",
             CheckName::EtcdVersionSkew => "EtcdVersionSkew",
             CheckName::EtcdDialTime => "EtcdDialTime",
+            CheckName::PathMtu => "PathMTU",
         }
     }
 

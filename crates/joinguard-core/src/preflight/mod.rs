@@ -192,6 +192,7 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
         );
     }
     checks.extend(checker.etcd_dial_time(&obs.members));
+    checks.extend(checker.path_mtu(&obs.pmtu));
     if let Some(list) = &obs.member_list {
         checks.extend(checker.cluster_state(list, &node));
     }
@@ -206,6 +207,24 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
     }
     if !input.etcd_clients.is_empty() {
         checks.push(checker.etcd_identity(input.etcd_identity.is_some()));
+    }
+    // On a host that drops full-size packets, a TLS handshake that timed out met the blackhole
+    // (the certificates travel in full-size segments), not a bad CA or a slow path: say so.
+    let blackholed: Vec<IpAddr> = checks
+        .iter()
+        .filter(|c| c.name == CheckName::PathMtu && c.status == Status::Error)
+        .filter_map(|c| host_of(&c.target))
+        .collect();
+    for c in checks.iter_mut().filter(|c| {
+        c.status == Status::Error
+            && c.name != CheckName::PathMtu
+            && c.message.contains("timed out")
+            && host_of(&c.target).is_some_and(|h| blackholed.contains(&h))
+    }) {
+        c.message.push_str(
+            ". This host drops full-size packets (see PathMTU): a TLS handshake carries the \
+             certificates in full-size segments and stalls there, so fix the path MTU first",
+        );
     }
     let mut notes = input.notes.clone();
     notes.extend(obs.notes.iter().cloned());

@@ -17,6 +17,7 @@ use crate::probe::http;
 use crate::probe::icmp::{IcmpError, Pinger};
 use crate::probe::identity::{ALPN_H2, ALPN_HTTP1};
 use crate::probe::peer::PeerSession;
+use crate::probe::pmtu::{self, PathMtu};
 use crate::probe::tls::{self, TlsClient};
 use crate::probe::{tcp, ProbeFailure, ProbeKind, Sample};
 use crate::sampling::{Decision, LatencyFigure, Limit, SamplingPolicy};
@@ -36,6 +37,8 @@ const PACE: Duration = Duration::from_millis(5);
 /// ICMP echoes go out in batches this size, this far apart, between sampling decisions.
 const ICMP_BATCH: u16 = 50;
 const ICMP_INTERVAL: Duration = Duration::from_millis(2);
+/// The path MTU probe: at most four rounds of echoes, each about one round trip.
+const PMTU_BUDGET: Duration = Duration::from_secs(5);
 /// The bandwidth probe: the first 8 MiB of a snapshot (`EtcdSnapshotTransfer`, docs/preflight.md).
 const SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024;
 /// Write probe lease TTL: short, so nothing outlives a killed run for long.
@@ -71,6 +74,8 @@ pub struct Observations {
     pub notes: Vec<String>,
     /// Stream and host keys for loss: which endpoint carries each host's ICMP loss stream.
     pub icmp_endpoints: BTreeSet<String>,
+    /// The path MTU per host, on the target that carries its ICMP stream (`PathMTU`).
+    pub pmtu: Vec<(Target, Result<PathMtu, String>)>,
 }
 
 #[derive(Default)]
@@ -853,6 +858,7 @@ async fn merge_icmp(threads: Vec<std::thread::JoinHandle<Observations>>, shared:
         shared.with(|s| {
             s.series.extend(o.series);
             s.icmp_endpoints.extend(o.icmp_endpoints);
+            s.pmtu.extend(o.pmtu);
             for n in o.notes {
                 if !s.notes.contains(&n) {
                     s.notes.push(n);
@@ -885,6 +891,33 @@ async fn icmp_host(
             return;
         }
     };
+    // The path MTU probe runs beside the loss stream, on its own socket.
+    let pmtu = async {
+        let budget = clock.deadline.saturating_duration_since(Instant::now());
+        match pmtu::probe(ip, budget.min(PMTU_BUDGET)).await {
+            Ok(p) => shared.with(|o| o.pmtu.push((target.clone(), Ok(p)))),
+            Err(IcmpError::NoPrivilege(_)) => {}
+            Err(IcmpError::Unsupported(_)) => shared.note(format!(
+                "{target}: the path MTU is probed over IPv4 only; not measured"
+            )),
+            Err(e) => shared.with(|o| o.pmtu.push((target.clone(), Err(e.to_string())))),
+        }
+    };
+    tokio::join!(
+        pmtu,
+        icmp_loss(clock, policy, limits, &mut pinger, &target, shared)
+    );
+}
+
+/// The ICMP loss stream of one host.
+async fn icmp_loss(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    pinger: &mut Pinger,
+    target: &Target,
+    shared: &Shared,
+) {
     // The clock's deadline already leaves the report its margin.
     let end = clock.deadline;
     loop {
@@ -909,7 +942,7 @@ async fn icmp_host(
             .series(ICMP_BATCH, ICMP_INTERVAL, wait.min(left - batch_time))
             .await;
         if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
-            if !stragglers_matter(policy, limits, &pinger) {
+            if !stragglers_matter(policy, limits, pinger) {
                 break;
             }
             // Echoes of a queue stall come back late, all at once: wait for them (or for their
@@ -920,14 +953,14 @@ async fn icmp_host(
             }
         }
     }
-    if stragglers_matter(policy, limits, &pinger) {
+    if stragglers_matter(policy, limits, pinger) {
         pinger.drain(end).await;
     }
     let samples = pinger.samples();
     shared.with(|o| {
         o.icmp_endpoints.insert(target.endpoint.clone());
     });
-    shared.push(&target, ProbeKind::IcmpEcho, samples);
+    shared.push(target, ProbeKind::IcmpEcho, samples);
 }
 
 /// Whether the echoes still outstanding could change a loss verdict if they were answered.

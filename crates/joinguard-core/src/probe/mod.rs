@@ -13,6 +13,7 @@ pub mod http;
 pub mod icmp;
 pub mod identity;
 pub mod peer;
+pub mod pmtu;
 pub mod tcp;
 pub mod tls;
 

@@ -13,6 +13,7 @@ mod hostile;
 mod join_oracle;
 mod kubeadm_join;
 mod monitor;
+mod pmtu;
 mod preflight;
 mod schema;
 mod trace;

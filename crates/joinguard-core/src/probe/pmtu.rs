@@ -1,0 +1,449 @@
+//! Path MTU: the largest IPv4 packet that crosses to a host unfragmented, and whether a router
+//! says so ("fragmentation needed") or drops bigger packets silently (a PMTU blackhole).
+//!
+//! Every other probe is small. A path whose MTU is below the interfaces' (an overlay, a VPN) and
+//! whose firewall eats ICMP passes them all, then stalls on the first full-size segment: the
+//! learner's snapshot, a large Range, the kubeadm-certs Secret (kubernetes/kubeadm #1353). So this
+//! probe sends ICMP echoes of chosen sizes with DF set, all of one round at once, and refines
+//! between the largest answered and the smallest lost. The socket uses `IP_PMTUDISC_PROBE`: DF
+//! set, and neither the kernel's cached path MTU nor its fragmentation decides what goes out.
+//! A "fragmentation needed" (ICMP type 3 code 4) about one of our echoes is recorded with the
+//! MTU it carries, from whichever router sent it.
+//!
+//! This module owns the probe and its wire parsing; judging is `check::pmtu`'s.
+
+#![allow(unsafe_code)] // setsockopt/getsockopt, and reading into MaybeUninit bytes.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use tokio::io::unix::AsyncFd;
+
+use super::icmp::IcmpError;
+use crate::trace::packet::checksum;
+
+/// IPv4 and ICMP echo headers: an echo of `size` bytes on the wire carries `size - 28` of data.
+const HEADERS: u16 = 28;
+/// The smallest size probed: every IPv4 link carries 576 (RFC 791).
+pub const MIN_PROBE: u16 = 576;
+/// The largest size probed: jumbo frames.
+pub const MAX_PROBE: u16 = 9000;
+/// Copies of each size per round: one lost echo must not read as an MTU.
+const COPIES: usize = 2;
+/// Rounds at most: the first spans the usual MTUs, the others refine.
+const MAX_ROUNDS: u32 = 4;
+/// A round without any answer gives up after this long (a host that answers no echo).
+const SILENT_ROUND: Duration = Duration::from_secs(1);
+
+/// What the probe found for one host.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PathMtu {
+    /// The MTU of the interface the route to the host leaves by, at most 9000 (the largest size
+    /// probed).
+    pub interface_mtu: u16,
+    /// The kernel's path MTU for the route, when it is below the interface's: a router already
+    /// reported a smaller MTU (an earlier "fragmentation needed").
+    pub cached_mtu: Option<u16>,
+    /// The largest echo (whole IP packet, bytes) that was answered.
+    pub largest_ok: Option<u16>,
+    /// The smallest echo larger than `largest_ok` that was never answered, and how many copies of
+    /// it were sent.
+    pub smallest_lost: Option<(u16, u32)>,
+    /// The next-hop MTU of a "fragmentation needed" about one of our echoes, and its sender.
+    pub frag_needed: Option<(u16, Ipv4Addr)>,
+    /// Rounds sent (each about one round trip).
+    pub rounds: u32,
+    /// Time the probe took.
+    pub took: Duration,
+}
+
+impl PathMtu {
+    /// Whether full-size packets (the interface MTU) cross.
+    pub fn full_size_crosses(&self) -> bool {
+        self.largest_ok.is_some_and(|ok| ok >= self.interface_mtu)
+    }
+}
+
+/// Probes the path MTU to `dst` within `budget`.
+pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> {
+    let IpAddr::V4(dst) = dst else {
+        return Err(IcmpError::Unsupported(dst));
+    };
+    let started = Instant::now();
+    let deadline = started + budget;
+    let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).map_err(|e| {
+        if e.kind() == io::ErrorKind::PermissionDenied {
+            IcmpError::NoPrivilege(e)
+        } else {
+            IcmpError::Io(e)
+        }
+    })?;
+    set_pmtudisc_probe(&sock)?;
+    sock.set_nonblocking(true)?;
+    let (interface_mtu, route_mtu) = mtus(dst);
+    // SAFETY: `sock` owns its fd, which stays open until the AsyncFd (which owns it) is dropped.
+    let sock = unsafe { AsyncFd::register(sock) }.map_err(|e| IcmpError::Io(e.into()))?;
+    let mut state = Probe {
+        sock,
+        dst,
+        ident: rand::random(),
+        seq: 0,
+        sent: BTreeMap::new(),
+        answered: BTreeMap::new(),
+        frag_needed: None,
+    };
+    let top = interface_mtu.max(MIN_PROBE);
+    let mut sizes: Vec<u16> = [
+        MIN_PROBE, 1000, 1200, 1280, 1400, 1420, 1450, 1472, 1480, 1492,
+    ]
+    .into_iter()
+    .filter(|s| *s < top)
+    .chain([top])
+    .collect();
+    let mut rounds = 0;
+    while rounds < MAX_ROUNDS && !sizes.is_empty() && Instant::now() < deadline {
+        rounds += 1;
+        state.round(&sizes, deadline).await;
+        let ok = state.largest_ok();
+        let Some(lo) = ok else {
+            // Nothing answered, not even 576 bytes: the host answers no echo; not an MTU.
+            break;
+        };
+        let Some(hi) = state.smallest_lost_above(lo) else {
+            break;
+        };
+        // Refine between them: up to 10 sizes evenly spaced, the lost size again, and the
+        // largest answered one, whose answer times the round (a round of only lost sizes would
+        // wait out SILENT_ROUND).
+        let gap = hi - lo;
+        if gap <= 1 && state.copies(hi) >= 2 * COPIES as u32 {
+            break;
+        }
+        let steps = u32::from(gap.min(11));
+        let between = |i: u32| lo + u16::try_from(u32::from(gap) * i / steps).unwrap_or(gap);
+        sizes = std::iter::once(lo)
+            .chain((1..steps).map(between))
+            .chain([hi])
+            .collect();
+        sizes.dedup();
+    }
+    let largest_ok = state.largest_ok();
+    let smallest_lost = largest_ok
+        .and_then(|lo| state.smallest_lost_above(lo))
+        .or_else(|| state.sent.keys().next().copied())
+        .filter(|s| !state.answered.contains_key(s))
+        .map(|s| (s, state.copies(s)));
+    Ok(PathMtu {
+        interface_mtu: top,
+        cached_mtu: route_mtu.filter(|r| *r < top),
+        largest_ok,
+        smallest_lost,
+        frag_needed: state.frag_needed,
+        rounds,
+        took: started.elapsed(),
+    })
+}
+
+struct Probe {
+    sock: AsyncFd<Socket>,
+    dst: Ipv4Addr,
+    ident: u16,
+    seq: u16,
+    /// Size to the sequence numbers sent at it.
+    sent: BTreeMap<u16, Vec<u16>>,
+    /// Size to its first answer's round trip.
+    answered: BTreeMap<u16, Duration>,
+    frag_needed: Option<(u16, Ipv4Addr)>,
+}
+
+impl Probe {
+    fn largest_ok(&self) -> Option<u16> {
+        self.answered.keys().next_back().copied()
+    }
+
+    fn smallest_lost_above(&self, lo: u16) -> Option<u16> {
+        self.sent
+            .keys()
+            .copied()
+            .find(|s| *s > lo && !self.answered.contains_key(s))
+    }
+
+    fn copies(&self, size: u16) -> u32 {
+        self.sent.get(&size).map_or(0, |v| v.len() as u32)
+    }
+
+    /// Sends `COPIES` echoes of each size at once, then listens until every size is answered,
+    /// or 3 x the slowest answer so far (at least 50 ms) after the first answer, or a second
+    /// without any answer, or the deadline.
+    async fn round(&mut self, sizes: &[u16], deadline: Instant) {
+        let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
+        let start = Instant::now();
+        let mut by_seq: BTreeMap<u16, (u16, Instant)> = BTreeMap::new();
+        for _ in 0..COPIES {
+            for &size in sizes {
+                self.seq = self.seq.wrapping_add(1);
+                let packet = echo_request(self.ident, self.seq, size);
+                let stamp = Instant::now();
+                // A failed send (EMSGSIZE past the interface MTU) is an echo that never crossed.
+                let _ = self.sock.get_ref().send_to(&packet, &to);
+                self.sent.entry(size).or_default().push(self.seq);
+                by_seq.insert(self.seq, (size, stamp));
+            }
+        }
+        let mut buf = [MaybeUninit::<u8>::uninit(); 2048];
+        let mut first: Option<Duration> = None;
+        loop {
+            let pending = sizes.iter().any(|s| !self.answered.contains_key(s));
+            if !pending {
+                return;
+            }
+            let until = match first {
+                Some(rtt) => {
+                    let slowest = sizes
+                        .iter()
+                        .filter_map(|s| self.answered.get(s))
+                        .max()
+                        .copied()
+                        .unwrap_or(rtt);
+                    start + (slowest * 3).max(Duration::from_millis(50))
+                }
+                None => start + SILENT_ROUND,
+            }
+            .min(deadline);
+            if Instant::now() >= until {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {}
+                r = self.sock.readable() => {
+                    let Ok(mut g) = r else { return };
+                    while let Ok(r) = g.try_io(|s| s.get_ref().recv_from(&mut buf)) {
+                        let Ok((n, from)) = r else { break };
+                        // SAFETY: recv_from initialised the first `n` bytes.
+                        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+                        match parse(bytes, self.ident) {
+                            Some(Answer::Reply(seq)) => {
+                                let from_dst = from.as_socket_ipv4().map(|a| *a.ip()) == Some(self.dst);
+                                if let (true, Some(&(size, sent))) = (from_dst, by_seq.get(&seq)) {
+                                    let rtt = sent.elapsed();
+                                    self.answered.entry(size).or_insert(rtt);
+                                    first.get_or_insert(rtt);
+                                }
+                            }
+                            Some(Answer::FragNeeded { seq, mtu }) if by_seq.contains_key(&seq) => {
+                                let router = from
+                                    .as_socket_ipv4()
+                                    .map_or(Ipv4Addr::UNSPECIFIED, |a| *a.ip());
+                                self.frag_needed = Some((mtu, router));
+                            }
+                            Some(Answer::FragNeeded { .. }) | None => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a received ICMP message says about our echoes.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    /// An echo reply with our identifier.
+    Reply(u16),
+    /// "Fragmentation needed" quoting one of our echoes, with the next-hop MTU (RFC 1191).
+    FragNeeded { seq: u16, mtu: u16 },
+}
+
+/// Parses an IPv4 packet from the raw socket (IP header included).
+fn parse(bytes: &[u8], ident: u16) -> Option<Answer> {
+    let ihl = usize::from(bytes.first()? & 0x0f) * 4;
+    let icmp = bytes.get(ihl..).filter(|i| i.len() >= 8)?;
+    match (icmp[0], icmp[1]) {
+        (0, 0) if u16::from_be_bytes([icmp[4], icmp[5]]) == ident => {
+            Some(Answer::Reply(u16::from_be_bytes([icmp[6], icmp[7]])))
+        }
+        (3, 4) => {
+            let mtu = u16::from_be_bytes([icmp[6], icmp[7]]);
+            let inner = icmp.get(8..)?;
+            let inner_ihl = usize::from(inner.first()? & 0x0f) * 4;
+            if inner.get(9) != Some(&1) {
+                return None;
+            }
+            let echo = inner.get(inner_ihl..).filter(|e| e.len() >= 8)?;
+            (echo[0] == 8 && u16::from_be_bytes([echo[4], echo[5]]) == ident).then(|| {
+                Answer::FragNeeded {
+                    seq: u16::from_be_bytes([echo[6], echo[7]]),
+                    mtu,
+                }
+            })
+        }
+        _ => None,
+    }
+}
+
+/// An echo request that makes an IPv4 packet of `size` bytes (20 of IP header, 8 of ICMP).
+fn echo_request(ident: u16, seq: u16, size: u16) -> Vec<u8> {
+    let data = usize::from(size.saturating_sub(HEADERS));
+    let mut p = vec![8u8, 0, 0, 0];
+    p.extend_from_slice(&ident.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    let tag = b"joinguard-path-mtu-";
+    p.extend((0..data).map(|i| tag[i % tag.len()]));
+    let c = checksum(&p);
+    p[2..4].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+/// `IP_MTU_DISCOVER = IP_PMTUDISC_PROBE`: set DF, ignore the cached path MTU.
+fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
+    let v: libc::c_int = libc::IP_PMTUDISC_PROBE;
+    // SAFETY: a valid fd, and a pointer to a c_int that lives across the call with its size.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The MTU of the interface the route to `dst` leaves by (from /proc/net/route and sysfs; 1500
+/// when they cannot say), and the kernel's path MTU for that route (`IP_MTU` of a connected UDP
+/// socket), which is lower when a router reported a smaller MTU.
+fn mtus(dst: Ipv4Addr) -> (u16, Option<u16>) {
+    let route = route_mtu(dst);
+    let iface = std::fs::read_to_string("/proc/net/route")
+        .ok()
+        .and_then(|t| route_interface(&t, dst))
+        .and_then(|dev| std::fs::read_to_string(format!("/sys/class/net/{dev}/mtu")).ok())
+        .and_then(|m| m.trim().parse::<u32>().ok())
+        .map(clamp_mtu);
+    match (iface, route) {
+        (Some(i), r) => (i, r),
+        (None, Some(r)) => (r, None),
+        (None, None) => (1500, None),
+    }
+}
+
+fn route_mtu(dst: Ipv4Addr) -> Option<u16> {
+    let s = UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect((dst, 9)).ok()?;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid fd; `v` and `len` live across the call and `len` is `v`'s size.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MTU,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && v > 0).then(|| clamp_mtu(v.unsigned_abs()))
+}
+
+/// MTUs are probed up to jumbo frames (9000); loopback's 65536 is not a path anyone joins over.
+fn clamp_mtu(m: u32) -> u16 {
+    u16::try_from(m.min(MAX_PROBE.into())).unwrap_or(MAX_PROBE)
+}
+
+/// The interface of the longest-prefix route to `dst` in /proc/net/route's text (addresses in
+/// host byte order hex, as the kernel prints them on little-endian machines).
+fn route_interface(table: &str, dst: Ipv4Addr) -> Option<String> {
+    let d = u32::from_le_bytes(dst.octets());
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let dest = u32::from_str_radix(f.get(1)?, 16).ok()?;
+            let mask = u32::from_str_radix(f.get(7)?, 16).ok()?;
+            (d & mask == dest).then(|| (mask.count_ones(), f[0].to_string()))
+        })
+        .max_by_key(|(bits, _)| *bits)
+        .map(|(_, dev)| dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_echo_request_makes_a_packet_of_the_size_asked() {
+        let p = echo_request(7, 9, 1400);
+        assert_eq!(p.len() + 20, 1400);
+        assert_eq!(checksum(&p), 0, "checksum verifies");
+        assert_eq!(echo_request(7, 9, MIN_PROBE).len() + 20, 576);
+    }
+
+    fn ip(proto: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![
+            0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0, 198, 18, 0, 3, 198, 18, 0, 1,
+        ];
+        v.extend_from_slice(payload);
+        v
+    }
+
+    #[test]
+    fn replies_and_fragmentation_needed_are_told_apart_and_matched_to_our_echoes() {
+        let reply = ip(1, &[0, 0, 0, 0, 0, 7, 0, 42, 1, 2]);
+        assert_eq!(parse(&reply, 7), Some(Answer::Reply(42)));
+        assert_eq!(parse(&reply, 8), None, "another prober's reply");
+        // Fragmentation needed, MTU 1400, quoting our echo request seq 43.
+        let quoted = ip(1, &[8, 0, 0, 0, 0, 7, 0, 43]);
+        let mut icmp = vec![3, 4, 0, 0, 0, 0, 0x05, 0x78];
+        icmp.extend_from_slice(&quoted);
+        assert_eq!(
+            parse(&ip(1, &icmp), 7),
+            Some(Answer::FragNeeded { seq: 43, mtu: 1400 })
+        );
+        assert_eq!(parse(&ip(1, &icmp), 8), None);
+        // Port unreachable, or a quoted TCP segment: not ours.
+        icmp[1] = 3;
+        assert_eq!(parse(&ip(1, &icmp), 7), None);
+        let mut tcp = vec![3, 4, 0, 0, 0, 0, 0x05, 0x78];
+        tcp.extend_from_slice(&ip(6, &[8, 0, 0, 0, 0, 7, 0, 43]));
+        assert_eq!(parse(&ip(1, &tcp), 7), None);
+    }
+
+    #[test]
+    fn the_route_interface_is_the_longest_prefix_match() {
+        let table =
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+                     eth0\t00000000\t0100A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n\
+                     tun0\t000012C6\t00000000\t0001\t0\t0\t0\t0000FEFF\t0\t0\t0\n\
+                     wg0\t030012C6\t00000000\t0005\t0\t0\t0\tFFFFFFFF\t0\t0\t0\n";
+        let at = |a: [u8; 4]| route_interface(table, Ipv4Addr::from(a));
+        assert_eq!(at([198, 18, 0, 3]).as_deref(), Some("wg0"));
+        assert_eq!(at([198, 18, 0, 2]).as_deref(), Some("tun0"));
+        assert_eq!(at([10, 0, 0, 1]).as_deref(), Some("eth0"));
+    }
+
+    #[tokio::test]
+    async fn loopback_carries_its_interface_mtu() {
+        // Needs a raw socket; skip without privilege, as the ICMP tests do.
+        match probe(IpAddr::V4(Ipv4Addr::LOCALHOST), Duration::from_secs(3)).await {
+            Err(IcmpError::NoPrivilege(_)) => {}
+            Err(e) => panic!("{e}"),
+            Ok(p) => {
+                assert!(p.full_size_crosses(), "{p:?}");
+                assert_eq!(p.largest_ok, Some(p.interface_mtu));
+                assert_eq!(p.rounds, 1, "{p:?}");
+            }
+        }
+    }
+}
