@@ -64,13 +64,7 @@ impl Pinger {
         let IpAddr::V4(dst) = dst else {
             return Err(IcmpError::Unsupported(dst));
         };
-        let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).map_err(|e| {
-            if e.kind() == io::ErrorKind::PermissionDenied {
-                IcmpError::NoPrivilege(e)
-            } else {
-                IcmpError::Io(e)
-            }
-        })?;
+        let sock = raw_socket()?;
         sock.set_nonblocking(true)?;
         // SAFETY: `sock` owns its fd, which stays open and unchanged until the AsyncFd (which
         // owns `sock`) is dropped.
@@ -240,6 +234,17 @@ impl Pinger {
             }
         }
     }
+}
+
+/// A raw IPv4 ICMP socket; [`IcmpError::NoPrivilege`] without root or CAP_NET_RAW.
+pub(crate) fn raw_socket() -> Result<Socket, IcmpError> {
+    Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).map_err(|e| {
+        if e.kind() == io::ErrorKind::PermissionDenied {
+            IcmpError::NoPrivilege(e)
+        } else {
+            IcmpError::Io(e)
+        }
+    })
 }
 
 /// The sequence number of an echo reply with our identifier.

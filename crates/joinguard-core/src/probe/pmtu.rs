@@ -22,10 +22,10 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::{SockAddr, Socket};
 use tokio::io::unix::AsyncFd;
 
-use super::icmp::IcmpError;
+use super::icmp::{raw_socket, IcmpError};
 use crate::trace::packet::checksum;
 
 /// IPv4 and ICMP echo headers: an echo of `size` bytes on the wire carries `size - 28` of data.
@@ -77,13 +77,7 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
     };
     let started = Instant::now();
     let deadline = started + budget;
-    let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).map_err(|e| {
-        if e.kind() == io::ErrorKind::PermissionDenied {
-            IcmpError::NoPrivilege(e)
-        } else {
-            IcmpError::Io(e)
-        }
-    })?;
+    let sock = raw_socket()?;
     set_pmtudisc_probe(&sock)?;
     sock.set_nonblocking(true)?;
     let (interface_mtu, route_mtu) = mtus(dst);
