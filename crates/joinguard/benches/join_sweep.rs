@@ -11,6 +11,9 @@
 //!   `loss` (the grid's loss cells) or `none` (only redraw the plot and the table);
 //! - `JOINGUARD_SWEEP_BUDGET`: stop starting cells after this long (default `90m`);
 //! - `JOINGUARD_SWEEP_WINDOW`: the stability window (default `30s`);
+//! - `JOINGUARD_SWEEP_REPEAT`: runs of each cell with a random impairment (loss or jitter;
+//!   default 3). Such a cell is joinable only when every run joined and stayed stable: one join
+//!   in three broken is a path joinguard must call unfit, and one run cannot show it;
 //! - `JOINGUARD_ETCD_BIN_34`, `JOINGUARD_ETCD_BIN_35`: the etcd binaries (`.cache/env`).
 //!
 //! Impairments are per direction on each joiner-member link: delay = RTT/2, normal jitter of
@@ -36,7 +39,7 @@ const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 const HEADER: &str = "cell,members,etcd,rtt_ms,jitter_ms,loss_pct,rate_mbit,db_mb,\
 verdict,exit,errors,warnings,join,join_step,join_s,requests,failed,past_timeout,p99_ms,\
-leader_changes,joinable,agreement,in_guidance,cell_s";
+leader_changes,joinable,agreement,in_guidance,cell_s,run";
 
 /// One cell of the grid.
 #[derive(Clone, Debug)]
@@ -74,6 +77,12 @@ impl Cell {
             self.rate_mbit,
             self.db_mb
         )
+    }
+
+    /// Whether runs of the cell differ by chance (random loss or jitter), so one run is not
+    /// its outcome. Delay and rate limits are deterministic on netlab's forwarder.
+    fn random(&self) -> bool {
+        self.loss_pct > 0.0 || self.jitter_ms > 0
     }
 
     fn impairment(&self) -> Impairment {
@@ -182,7 +191,7 @@ fn preflight(env: &LabEnv) -> (String, i32, Vec<String>, Vec<String>) {
     (verdict, run.code, names("error"), names("warning"))
 }
 
-fn run_cell(c: &Cell, window: &StabilityWindow) -> Result<String, String> {
+fn run_cell(c: &Cell, run: usize, window: &StabilityWindow) -> Result<String, String> {
     let started = Instant::now();
     let bin = match c.etcd {
         "3.5" => std::env::var("JOINGUARD_ETCD_BIN_35"),
@@ -244,8 +253,13 @@ fn run_cell(c: &Cell, window: &StabilityWindow) -> Result<String, String> {
         Some((s, _)) => s.as_str(),
     };
     println!(
-        "{}: verdict {verdict} (errors: {}), join {}{}",
+        "{}{}: verdict {verdict} (errors: {}), join {}{}",
         c.key(),
+        if run > 1 {
+            format!(" run {run}")
+        } else {
+            String::new()
+        },
         errors.join(" "),
         out.summary(),
         stability
@@ -255,7 +269,7 @@ fn run_cell(c: &Cell, window: &StabilityWindow) -> Result<String, String> {
     );
     let s = stability.as_ref();
     Ok(format!(
-        "{},{},{},{},{},{},{},{},{verdict},{exit},{},{},{},{step},{:.1},{},{},{},{},{},{joinable},{agreement},{},{:.0}",
+        "{},{},{},{},{},{},{},{},{verdict},{exit},{},{},{},{step},{:.1},{},{},{},{},{},{joinable},{agreement},{},{:.0},{run}",
         c.key(),
         c.members,
         c.etcd,
@@ -304,13 +318,26 @@ fn main() {
     if let Some(dir) = csv.parent() {
         std::fs::create_dir_all(dir).unwrap();
     }
-    let done: BTreeSet<String> = std::fs::read_to_string(&csv)
-        .unwrap_or_default()
+    let repeat: usize = std::env::var("JOINGUARD_SWEEP_REPEAT")
+        .map(|v| v.parse().expect("JOINGUARD_SWEEP_REPEAT: a number of runs"))
+        .unwrap_or(3)
+        .max(1);
+    let old = std::fs::read_to_string(&csv).unwrap_or_default();
+    let fresh = old.lines().next().is_none();
+    if !fresh && !old.starts_with(HEADER) && !cells.is_empty() {
+        panic!(
+            "{}: written by an older sweep (no run column); move it away to start over",
+            csv.display()
+        );
+    }
+    let done: BTreeSet<(String, usize)> = old
         .lines()
         .skip(1)
-        .filter_map(|l| l.split(',').next().map(str::to_string))
+        .filter_map(|l| {
+            let r: Vec<&str> = l.split(',').collect();
+            Some((r.first()?.to_string(), r.last()?.parse().ok()?))
+        })
         .collect();
-    let fresh = done.is_empty();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -320,28 +347,37 @@ fn main() {
         writeln!(file, "{HEADER}").unwrap();
     }
     let started = Instant::now();
-    let todo: Vec<&Cell> = cells.iter().filter(|c| !done.contains(&c.key())).collect();
+    let runs: Vec<(&Cell, usize)> = cells
+        .iter()
+        .flat_map(|c| (1..=if c.random() { repeat } else { 1 }).map(move |r| (c, r)))
+        .collect();
+    let todo: Vec<(&Cell, usize)> = runs
+        .iter()
+        .filter(|(c, r)| !done.contains(&(c.key(), *r)))
+        .copied()
+        .collect();
     println!(
-        "join sweep: {} cells, {} already in {}, budget {}",
+        "join sweep: {} cells, {} runs ({repeat} of each cell with loss or jitter), {} already in {}, budget {}",
         cells.len(),
-        cells.len() - todo.len(),
+        runs.len(),
+        runs.len() - todo.len(),
         csv.display(),
         humantime::format_duration(budget)
     );
-    for (i, c) in todo.iter().enumerate() {
+    for (i, (c, run)) in todo.iter().enumerate() {
         if started.elapsed() > budget {
             println!(
-                "budget spent after {i} cells; run again to resume ({} left)",
+                "budget spent after {i} runs; run again to resume ({} left)",
                 todo.len() - i
             );
             break;
         }
-        match run_cell(c, &window) {
+        match run_cell(c, *run, &window) {
             Ok(row) => {
                 writeln!(file, "{row}").unwrap();
                 file.flush().unwrap();
             }
-            Err(e) => println!("{}: not run: {e}", c.key()),
+            Err(e) => println!("{} run {run}: not run: {e}", c.key()),
         }
     }
     println!(
@@ -366,17 +402,94 @@ fn main() {
     }
 }
 
-/// The CSV as a markdown table, with the tally of agreements under it.
-fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+/// One cell's runs from the CSV: columns by name. A CSV from before the `run` column has one
+/// run per cell.
+struct CellRuns {
+    rows: Vec<std::collections::HashMap<String, String>>,
+}
+
+impl CellRuns {
+    fn get(&self, col: &str) -> &str {
+        self.rows[0].get(col).map_or("", String::as_str)
+    }
+
+    /// Every run's value, or one value when the runs agree.
+    fn each(&self, col: &str) -> String {
+        let v: Vec<&str> = self
+            .rows
+            .iter()
+            .map(|r| r.get(col).map_or("", String::as_str))
+            .collect();
+        if v.iter().all(|x| *x == v[0]) {
+            v[0].to_string()
+        } else {
+            v.join(" / ")
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.rows.iter().filter(|r| r["joinable"] == "true").count()
+    }
+
+    /// Joinable only when every run joined and stayed stable.
+    fn joinable(&self) -> bool {
+        self.held() == self.rows.len()
+    }
+
+    fn fits(&self) -> usize {
+        self.rows.iter().filter(|r| r["verdict"] == "fit").count()
+    }
+
+    /// The verdict against the cell's joinability, strictly: a cell any run called fit is a
+    /// false fit when any run broke; a cell any run called unfit is a false unfit when every
+    /// run held.
+    fn agreement(&self) -> &'static str {
+        let (fits, n) = (self.fits(), self.rows.len());
+        match (self.joinable(), fits) {
+            (true, f) if f == n => "true-fit",
+            (true, _) => "false-unfit",
+            (false, 0) => "true-unfit",
+            (false, _) => "FALSE-FIT",
+        }
+    }
+}
+
+/// The CSV's runs grouped by cell, in the order the cells first appear.
+fn cells_of(csv: &std::path::Path) -> Result<Vec<CellRuns>, Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(csv)?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
-    let col = |name: &str| {
-        header
+    for need in [
+        "cell",
+        "verdict",
+        "join",
+        "joinable",
+        "agreement",
+        "in_guidance",
+    ] {
+        if !header.contains(&need) {
+            return Err(format!("no {need} column").into());
+        }
+    }
+    let mut out: Vec<CellRuns> = Vec::new();
+    for l in lines {
+        let row: std::collections::HashMap<String, String> = header
             .iter()
-            .position(|h| *h == name)
-            .ok_or(format!("no {name}"))
-    };
+            .zip(l.split(','))
+            .map(|(h, v)| (h.to_string(), v.to_string()))
+            .collect();
+        match out.iter_mut().find(|c| c.get("cell") == row["cell"]) {
+            Some(c) => c.rows.push(row),
+            None => out.push(CellRuns { rows: vec![row] }),
+        }
+    }
+    Ok(out)
+}
+
+/// The CSV as a markdown table, one row per cell (every run's figures where they differ), with
+/// the tally of agreements under it: by cell, and by run against its cell.
+fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    let cells = cells_of(csv)?;
     let show = [
         ("members", "members"),
         ("etcd", "etcd"),
@@ -392,109 +505,110 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
         ("p99_ms", "window p99 ms"),
         ("failed", "failed"),
         ("leader_changes", "leader changes"),
+        ("held", "held"),
         ("agreement", "agreement"),
         ("in_guidance", "in etcd's guidance"),
     ];
-    let idx: Vec<usize> = show.iter().map(|(c, _)| col(c)).collect::<Result<_, _>>()?;
     let mut t = String::new();
     t += &format!("| {} |\n", show.map(|(_, h)| h).join(" | "));
     t += &format!("|{}\n", "---|".repeat(show.len()));
-    let mut tally = std::collections::BTreeMap::<String, usize>::new();
-    let agreement = col("agreement")?;
-    let guidance = col("in_guidance")?;
+    let mut tally = std::collections::BTreeMap::<&str, usize>::new();
+    let mut by_run = std::collections::BTreeMap::<&str, usize>::new();
     let mut false_unfit_in_guidance = 0;
-    for l in lines {
-        let r: Vec<&str> = l.split(',').collect();
-        let cells: Vec<String> = idx
+    let mut runs = 0;
+    for c in &cells {
+        let row: Vec<String> = show
             .iter()
-            .map(|&i| {
-                let v = r.get(i).copied().unwrap_or("");
-                let v = if v == "0" && matches!(header[i], "rate_mbit") {
-                    "-"
-                } else {
-                    v
-                };
-                v.replace(';', " ")
+            .map(|(col, _)| match *col {
+                "rate_mbit" if c.get(col) == "0" => "-".to_string(),
+                "held" => format!("{} of {}", c.held(), c.rows.len()),
+                "agreement" => c.agreement().to_string(),
+                "in_guidance" => c.get(col).to_string(),
+                "errors" => {
+                    let set: BTreeSet<&str> = c
+                        .rows
+                        .iter()
+                        .flat_map(|r| r["errors"].split(';'))
+                        .filter(|e| !e.is_empty())
+                        .collect();
+                    set.into_iter().collect::<Vec<_>>().join(" ")
+                }
+                _ => c.each(col),
             })
             .collect();
-        t += &format!("| {} |\n", cells.join(" | "));
-        *tally
-            .entry(r.get(agreement).copied().unwrap_or("").to_string())
-            .or_default() += 1;
-        if r.get(agreement) == Some(&"false-unfit") && r.get(guidance) == Some(&"true") {
+        t += &format!("| {} |\n", row.join(" | "));
+        *tally.entry(c.agreement()).or_default() += 1;
+        if c.agreement() == "false-unfit" && c.get("in_guidance") == "true" {
             false_unfit_in_guidance += 1;
         }
+        for r in &c.rows {
+            runs += 1;
+            let k = match (r["verdict"] == "fit", c.joinable()) {
+                (true, true) => "true-fit",
+                (false, false) => "true-unfit",
+                (true, false) => "FALSE-FIT",
+                (false, true) => "false-unfit",
+            };
+            *by_run.entry(k).or_default() += 1;
+        }
     }
-    let total: usize = tally.values().sum();
-    t += &format!("\n{total} cells: ");
-    t += &tally
-        .iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = |m: &std::collections::BTreeMap<&str, usize>| {
+        m.iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let total = cells.len();
     t += &format!(
-        "; false-unfit inside etcd's tuning guidance {false_unfit_in_guidance} ({:.1}% of the \
-         cells)\n",
-        100.0 * false_unfit_in_guidance as f64 / total.max(1) as f64
+        "\n{total} cells, {runs} runs. By cell (joinable only when every run held): {}; \
+         false-unfit inside etcd's tuning guidance {false_unfit_in_guidance} ({:.1}% of the \
+         cells). By run, against its cell: {}\n",
+        list(&tally),
+        100.0 * false_unfit_in_guidance as f64 / total.max(1) as f64,
+        list(&by_run)
     );
     Ok(t)
 }
 
 /// The grid as a picture: one row per impairment other than RTT, one column per RTT; each cell
 /// coloured by what the join did (green joined and stable, orange joined but unstable, red
-/// failed), marked by the verdict (a white ring: fit; a black cross: unfit).
+/// failed; a repeated cell by its worst run, with the runs that held beside it), marked by the
+/// verdict (a white ring: fit; a black cross: unfit; both when its runs disagreed).
 fn plot(csv: &std::path::Path, png: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(csv)?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or(format!("no {name}"))
-    };
-    let (members, etcd, rtt, jitter, loss, rate, db) = (
-        col("members")?,
-        col("etcd")?,
-        col("rtt_ms")?,
-        col("jitter_ms")?,
-        col("loss_pct")?,
-        col("rate_mbit")?,
-        col("db_mb")?,
-    );
-    let (verdict, join, joinable) = (col("verdict")?, col("join")?, col("joinable")?);
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let runs = cells_of(csv)?;
     let mut labels: Vec<String> = Vec::new();
     let mut rtts: Vec<u64> = Vec::new();
     let mut cells = Vec::new();
-    for r in &rows {
+    for c in &runs {
         let label = format!(
             "{}->{} etcd {} jit {} loss {}% {}db {}MB",
-            r[members],
-            r[members].parse::<u32>().unwrap_or(0) + 1,
-            r[etcd],
-            r[jitter],
-            r[loss],
-            if r[rate] == "0" {
+            c.get("members"),
+            c.get("members").parse::<u32>().unwrap_or(0) + 1,
+            c.get("etcd"),
+            c.get("jitter_ms"),
+            c.get("loss_pct"),
+            if c.get("rate_mbit") == "0" {
                 String::new()
             } else {
-                format!("{}Mbit ", r[rate])
+                format!("{}Mbit ", c.get("rate_mbit"))
             },
-            r[db]
+            c.get("db_mb")
         );
         if !labels.contains(&label) {
             labels.push(label.clone());
         }
-        let x: u64 = r[rtt].parse()?;
+        let x: u64 = c.get("rtt_ms").parse()?;
         if !rtts.contains(&x) {
             rtts.push(x);
         }
+        let n = c.rows.len();
         cells.push((
             label,
             x,
-            r[verdict] == "fit",
-            r[join] == "joined",
-            r[joinable] == "true",
+            (c.fits(), n),
+            c.rows.iter().all(|r| r["join"] == "joined"),
+            c.joinable(),
+            c.held(),
         ));
     }
     rtts.sort_unstable();
@@ -505,8 +619,8 @@ fn plot(csv: &std::path::Path, png: &std::path::Path) -> Result<(), Box<dyn std:
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "Join sweep: colour = real join (green stable, orange unstable, red failed); \
-             ring = fit, cross = unfit",
+            "Join sweep: colour = real join, worst run (green stable, orange unstable, red failed); \
+             ring = fit, cross = unfit; n/m = runs held",
             ("sans-serif", 16),
         )
         .margin(12)
@@ -539,7 +653,7 @@ fn plot(csv: &std::path::Path, png: &std::path::Path) -> Result<(), Box<dyn std:
         .x_desc("RTT between the joiner and every member")
         .label_style(("sans-serif", 13))
         .draw()?;
-    for (label, x, fit, joined, stable) in &cells {
+    for (label, x, (fits, n), joined, stable, held) in &cells {
         let cx = rtts.iter().position(|r| r == x).unwrap_or(0) as f64;
         let cy = labels.iter().position(|l| l == label).unwrap_or(0) as f64;
         let colour = match (joined, stable) {
@@ -552,17 +666,26 @@ fn plot(csv: &std::path::Path, png: &std::path::Path) -> Result<(), Box<dyn std:
             colour.filled(),
         )))?;
         let centre = (cx + 0.5, cy + 0.5);
-        if *fit {
+        // A cell whose runs got both verdicts shows both marks.
+        if *fits > 0 {
             chart.draw_series(std::iter::once(Circle::new(
                 centre,
                 7,
                 WHITE.stroke_width(3),
             )))?;
-        } else {
+        }
+        if fits < n {
             chart.draw_series(std::iter::once(Cross::new(
                 centre,
                 7,
                 BLACK.stroke_width(3),
+            )))?;
+        }
+        if *n > 1 {
+            chart.draw_series(std::iter::once(Text::new(
+                format!("{held}/{n}"),
+                (cx + 0.62, cy + 0.35),
+                ("sans-serif", 12).into_font().color(&BLACK),
             )))?;
         }
     }
