@@ -741,7 +741,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__trace)
-            opts="-c -o -v -h -V --protocol --port --cycles --max-hops --interval --probe-timeout --timeout --dns --output --verbose --v --help --version"
+            opts="-c -s -o -v -h -V --protocol --port --cycles --max-hops --interval --probe-timeout --timeout --dns --size --output --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -776,6 +776,14 @@ _joinguard() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

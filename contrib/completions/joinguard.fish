@@ -109,6 +109,7 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l max-hops -
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l interval -d 'Time between two cycles. Routers rate-limit their answers (Linux: about one per second per source after a burst of 6), so faster cycles can show loss at a router that is not on the path' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l probe-timeout -d 'How long one probe waits for its answer before it counts as lost' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l timeout -d 'Deadline for the whole trace; it then ends with the hops it saw' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s s -l size -d 'Size of each probe in bytes, IP header included (mtr\'s -s), sent with DF set. A router that answers "fragmentation needed" puts its MTU in the MTU column, and later probes shrink to it; where larger packets vanish silently, the hops past that point go dark. At most the MTU of the interface toward TARGET' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
 json\t'One JSON object with `schemaVersion`'"
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r

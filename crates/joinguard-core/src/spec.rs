@@ -298,6 +298,9 @@ pub struct TraceRequest {
     /// Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace).
     pub dns: bool,
 
+    /// Size of each probe in bytes, IP header included (mtr's --psize), sent with DF set.
+    pub size: Option<u16>,
+
     /// Report format.
     pub output: Output,
 }

@@ -8,12 +8,15 @@
 //! cells already in the CSV are skipped). Environment:
 //! - `JOINGUARD_SWEEP_CSV`: the CSV (default `target/bench/join-sweep.csv`);
 //! - `JOINGUARD_SWEEP_CELLS`: `grid` (default; the cells that locate each boundary), `smoke`,
-//!   `loss` (the grid's loss cells) or `none` (only redraw the plot and the table);
+//!   `loss` or `jitter` (the grid's loss or jitter cells) or `none` (only redraw the plot and
+//!   the table);
 //! - `JOINGUARD_SWEEP_BUDGET`: stop starting cells after this long (default `90m`);
 //! - `JOINGUARD_SWEEP_WINDOW`: the stability window (default `30s`);
 //! - `JOINGUARD_SWEEP_REPEAT`: runs of each cell with a random impairment (loss or jitter;
 //!   default 3). Such a cell is joinable only when every run joined and stayed stable: one join
 //!   in three broken is a path joinguard must call unfit, and one run cannot show it;
+//! - `JOINGUARD_SWEEP_HISTORY`: earlier sweeps' CSVs (comma-separated) to judge each cell
+//!   against every recorded run of it as well, under the table;
 //! - `JOINGUARD_ETCD_BIN_34`, `JOINGUARD_ETCD_BIN_35`: the etcd binaries (`.cache/env`).
 //!
 //! Impairments are per direction on each joiner-member link: delay = RTT/2, normal jitter of
@@ -302,6 +305,8 @@ fn main() {
         Ok("smoke") => smoke(),
         // The grid's loss cells alone (both topologies), e.g. after a change to the loss rule.
         Ok("loss") => grid().into_iter().filter(|c| c.loss_pct > 0.0).collect(),
+        // The grid's jitter cells alone.
+        Ok("jitter") => grid().into_iter().filter(|c| c.jitter_ms > 0).collect(),
         // Only (re)draw the plot from the CSV.
         Ok("none") => Vec::new(),
         _ => grid(),
@@ -567,7 +572,71 @@ fn table(csv: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
         100.0 * false_unfit_in_guidance as f64 / total.max(1) as f64,
         list(&by_run)
     );
+    t += &pooled(&cells)?;
     Ok(t)
+}
+
+/// With `JOINGUARD_SWEEP_HISTORY` (earlier sweeps' CSVs, comma-separated): each cell judged
+/// against every recorded run of it, this sweep's and the earlier ones' (a join's outcome does
+/// not depend on joinguard's version; the verdict is this sweep's). A cell is joinable only
+/// when every recorded run held.
+fn pooled(cells: &[CellRuns]) -> Result<String, Box<dyn std::error::Error>> {
+    let Ok(history) = std::env::var("JOINGUARD_SWEEP_HISTORY") else {
+        return Ok(String::new());
+    };
+    let mut earlier: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    let files: Vec<&str> = history.split(',').filter(|f| !f.is_empty()).collect();
+    for f in &files {
+        for c in cells_of(std::path::Path::new(f))? {
+            let e = earlier.entry(c.get("cell").to_string()).or_default();
+            e.0 += c.held();
+            e.1 += c.rows.len();
+        }
+    }
+    let mut tally = std::collections::BTreeMap::<&str, usize>::new();
+    let mut false_unfit_in_guidance = 0;
+    let mut changed = Vec::new();
+    for c in cells {
+        let (h, n) = earlier.get(c.get("cell")).copied().unwrap_or_default();
+        let (held, runs) = (c.held() + h, c.rows.len() + n);
+        let joinable = held == runs;
+        let fits = c.fits();
+        let agreement = match (joinable, fits) {
+            (true, f) if f == c.rows.len() => "true-fit",
+            (true, _) => "false-unfit",
+            (false, 0) => "true-unfit",
+            (false, _) => "FALSE-FIT",
+        };
+        *tally.entry(agreement).or_default() += 1;
+        if agreement == "false-unfit" && c.get("in_guidance") == "true" {
+            false_unfit_in_guidance += 1;
+        }
+        if n > 0 && agreement != c.agreement() {
+            changed.push(format!(
+                "{} ({} here, {agreement} over {held} of {runs} held)",
+                c.get("cell"),
+                c.agreement()
+            ));
+        }
+    }
+    let total = cells.len();
+    Ok(format!(
+        "\nOver every recorded run (this sweep and {} earlier CSVs; joinable only when every \
+         run held): {}; false-unfit inside etcd's tuning guidance {false_unfit_in_guidance} \
+         ({:.1}% of the cells). Cells whose agreement the earlier runs change: {}\n",
+        files.len(),
+        tally
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        100.0 * false_unfit_in_guidance as f64 / total.max(1) as f64,
+        if changed.is_empty() {
+            "none".to_string()
+        } else {
+            changed.join("; ")
+        }
+    ))
 }
 
 /// The grid as a picture: one row per impairment other than RTT, one column per RTT; each cell

@@ -653,6 +653,13 @@ pub struct TraceArgs {
     #[arg(long)]
     pub dns: bool,
 
+    /// Size of each probe in bytes, IP header included (mtr's -s), sent with DF set. A router
+    /// that answers "fragmentation needed" puts its MTU in the MTU column, and later probes
+    /// shrink to it; where larger packets vanish silently, the hops past that point go dark.
+    /// At most the MTU of the interface toward TARGET.
+    #[arg(short = 's', long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(28..=9000))]
+    pub size: Option<u16>,
+
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
@@ -668,6 +675,10 @@ Examples:
 
   # ICMP echo (the default), with reverse DNS names:
   joinguard trace api.example.internal --dns
+
+  # Full-size packets (DF set) to an etcd member: where does the path MTU drop, or where do
+  # large packets vanish?
+  joinguard trace 10.0.0.12 --size 1500
 
 Without root: sudo setcap cap_net_raw+ep \"$(command -v joinguard)\"
 Exit codes: 0 target reached with no loss to it, 1 not reached or lossy, 2 invalid input or no
@@ -907,6 +918,7 @@ impl From<TraceArgs> for spec::TraceRequest {
             probe_timeout: a.probe_timeout,
             timeout: a.timeout,
             dns: a.dns,
+            size: a.size,
             output: a.output.into(),
         }
     }

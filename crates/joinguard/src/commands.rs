@@ -155,10 +155,12 @@ pub fn trace(rt: &Runtime, request: TraceRequest) -> u8 {
         Err(e) => return stopped("trace", &Stopped::Invalid(e)),
     };
     say(&format!(
-        "[trace] tracing {} with {} probes{}: {} cycles {} apart, up to {} hops (ends within {})",
+        "[trace] tracing {} with {} probes{}{}: {} cycles {} apart, up to {} hops (ends within {})",
         spec.target,
         spec.protocol.as_str(),
         spec.port.map_or(String::new(), |p| format!(" to port {p}")),
+        spec.size
+            .map_or(String::new(), |s| format!(" of {s} bytes with DF set")),
         spec.cycles,
         humantime::format_duration(spec.interval),
         spec.max_hops,

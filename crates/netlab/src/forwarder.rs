@@ -356,7 +356,7 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                     Ok(len) => len,
                     Err(_) => break, // EAGAIN: drained.
                 };
-                let pkt = &buf[..len];
+                let pkt = &mut buf[..len];
                 let Some(dst) = route(&sh.addrs, pkt) else {
                     sh.unroutable.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -369,6 +369,9 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                 let release = {
                     let mut dirs = lock(&sh.dirs);
                     let d = &mut dirs[pair];
+                    if let Some(mss) = d.imp.mss {
+                        clamp_mss(pkt, mss);
+                    }
                     match d.imp.mtu.filter(|m| len > *m) {
                         Some(mtu) => Err(d.imp.mtu_icmp.then_some(mtu)),
                         None => Ok(decide(d, len, now, &mut rng, stats)),
@@ -403,6 +406,60 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
             }
         }
     }
+}
+
+/// Lowers the MSS option of an IPv4 TCP SYN (or SYN-ACK) to `mss` and recomputes the TCP
+/// checksum, as `iptables -j TCPMSS --set-mss` does; other packets, and SYNs whose MSS is
+/// already no larger, are left alone. Returns whether it changed the packet.
+fn clamp_mss(pkt: &mut [u8], mss: u16) -> bool {
+    if pkt.len() < 20 || pkt[0] >> 4 != 4 || pkt[9] != 6 {
+        return false;
+    }
+    let ihl = usize::from(pkt[0] & 0x0f) * 4;
+    if ihl < 20 || pkt.len() < ihl + 20 || pkt[ihl + 13] & 0x02 == 0 {
+        return false;
+    }
+    let doff = usize::from(pkt[ihl + 12] >> 4) * 4;
+    let end = ihl + doff;
+    if doff < 20 || pkt.len() < end {
+        return false;
+    }
+    let mut i = ihl + 20;
+    let at = loop {
+        if i + 1 >= end {
+            return false;
+        }
+        match pkt[i] {
+            0 => return false,
+            1 => i += 1,
+            kind => {
+                let l = usize::from(pkt[i + 1]);
+                if l < 2 || i + l > end {
+                    return false;
+                }
+                if kind == 2 && l == 4 {
+                    break i + 2;
+                }
+                i += l;
+            }
+        }
+    };
+    if u16::from_be_bytes([pkt[at], pkt[at + 1]]) <= mss {
+        return false;
+    }
+    pkt[at..at + 2].copy_from_slice(&mss.to_be_bytes());
+    // The TCP checksum covers a pseudo header (RFC 793): recomputed whole.
+    pkt[ihl + 16] = 0;
+    pkt[ihl + 17] = 0;
+    let seg_len = pkt.len() - ihl;
+    let mut pseudo = Vec::with_capacity(12 + seg_len);
+    pseudo.extend_from_slice(&pkt[12..20]);
+    pseudo.extend_from_slice(&[0, 6]);
+    pseudo.extend_from_slice(&u16::try_from(seg_len).unwrap_or(u16::MAX).to_be_bytes());
+    pseudo.extend_from_slice(&pkt[ihl..]);
+    let c = inet_checksum(&pseudo).to_be_bytes();
+    pkt[ihl + 16..ihl + 18].copy_from_slice(&c);
+    true
 }
 
 /// ICMP "fragmentation needed and DF set" (type 3, code 4, RFC 792 with RFC 1191's next-hop MTU)
@@ -504,6 +561,51 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A SYN from 198.18.0.1:40000 to 198.18.0.3:2380 with the options Linux sends (MSS 1460,
+    /// SACK permitted, timestamps, NOP, window scale), TCP checksum valid.
+    fn syn() -> Vec<u8> {
+        let mut p = vec![
+            0x45, 0, 0, 60, 0, 0, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 18, 0, 3,
+        ];
+        p.extend_from_slice(&[0x9c, 0x40, 0x09, 0x4c, 0, 0, 0, 1, 0, 0, 0, 0, 0xa0, 0x02]);
+        p.extend_from_slice(&[0xfa, 0xf0, 0, 0, 0, 0]);
+        p.extend_from_slice(&[
+            2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
+        ]);
+        let mut pseudo = p[12..20].to_vec();
+        pseudo.extend_from_slice(&[0, 6, 0, 40]);
+        pseudo.extend_from_slice(&p[20..]);
+        let c = inet_checksum(&pseudo).to_be_bytes();
+        p[36..38].copy_from_slice(&c);
+        p
+    }
+
+    fn tcp_checksum_ok(p: &[u8]) -> bool {
+        let mut pseudo = p[12..20].to_vec();
+        pseudo.extend_from_slice(&[0, 6, 0, (p.len() - 20) as u8]);
+        pseudo.extend_from_slice(&p[20..]);
+        inet_checksum(&pseudo) == 0
+    }
+
+    #[test]
+    fn mss_clamp_lowers_a_syns_mss_and_keeps_the_checksum_valid() {
+        let mut p = syn();
+        assert!(tcp_checksum_ok(&p));
+        assert!(clamp_mss(&mut p, 1360));
+        assert_eq!(u16::from_be_bytes([p[42], p[43]]), 1360);
+        assert!(tcp_checksum_ok(&p), "checksum recomputed");
+        // Already at or below: untouched.
+        assert!(!clamp_mss(&mut p, 1400));
+        // Not a SYN: untouched.
+        let mut ack = syn();
+        ack[33] = 0x10;
+        assert!(!clamp_mss(&mut ack, 1360));
+        // Not TCP: untouched.
+        let mut udp = syn();
+        udp[9] = 17;
+        assert!(!clamp_mss(&mut udp, 1360));
+    }
 
     #[test]
     fn frag_needed_quotes_the_packet_and_carries_the_mtu() {

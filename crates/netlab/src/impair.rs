@@ -61,6 +61,11 @@ pub struct Impairment {
     /// silent: a path MTU blackhole, as behind a firewall that eats ICMP.
     #[serde(default)]
     pub mtu_icmp: bool,
+    /// Lower the MSS option of every TCP SYN crossing the link to this many bytes, as a router
+    /// with `iptables -j TCPMSS --set-mss` (or `--clamp-mss-to-pmtu`) does: TCP then sends
+    /// segments that fit a smaller path MTU while other protocols' large packets do not.
+    #[serde(default)]
+    pub mss: Option<u16>,
 }
 
 /// Default queue for a rate-limited link: 256 KiB, enough for a few TCP windows without
@@ -132,6 +137,12 @@ impl Impairment {
         self
     }
 
+    /// Clamps the MSS option of TCP SYNs to `bytes`.
+    pub fn with_mss(mut self, bytes: u16) -> Self {
+        self.mss = Some(bytes);
+        self
+    }
+
     /// Whether this is a clean link (packets can be forwarded at once).
     pub fn is_clean(&self) -> bool {
         self.delay.is_zero()
@@ -140,6 +151,7 @@ impl Impairment {
             && self.rate_bps.is_none()
             && !self.blackout
             && self.mtu.is_none()
+            && self.mss.is_none()
     }
 
     /// The delay for one packet: `delay` plus a jitter sample, never negative.
@@ -248,7 +260,9 @@ pub enum ParseImpairmentError {
     #[error("mtu `{0}` is not a packet size from 68 to 1500 bytes, optionally followed by /icmp (mtu=1400 drops larger packets silently, mtu=1400/icmp answers them with ICMP fragmentation needed)")]
     Mtu(String),
     /// A key the text form does not have.
-    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, mtu, blackout or none)")]
+    #[error("mss `{0}` is not a TCP MSS from 88 to 1460 bytes (mss=1360 clamps the MSS option of SYNs, as iptables TCPMSS does)")]
+    Mss(String),
+    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, mtu, mss, blackout or none)")]
     Unknown(String),
 }
 
@@ -257,7 +271,7 @@ pub enum ParseImpairmentError {
 /// `delay=25ms`, `jitter=2ms` (normal sigma), `ujitter=5ms` (uniform half-width), `loss=1%`,
 /// `burst-loss=5%/4` (rate / mean burst length), `rate=10mbit` (or kbit, gbit, bit), `queue=64k`,
 /// `mtu=1400` (drop larger packets silently) or `mtu=1400/icmp` (answer them with ICMP
-/// "fragmentation needed"), `blackout`, `none`.
+/// "fragmentation needed"), `mss=1360` (clamp the MSS option of TCP SYNs), `blackout`, `none`.
 impl FromStr for Impairment {
     type Err = ParseImpairmentError;
 
@@ -302,6 +316,15 @@ impl FromStr for Impairment {
                         .ok_or_else(|| ParseImpairmentError::Mtu(v.into()))?;
                     imp = imp.with_mtu(size, icmp);
                 }
+                "mss" => {
+                    let v = need()?;
+                    let mss: u16 = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (88..=1460).contains(n))
+                        .ok_or_else(|| ParseImpairmentError::Mss(v.into()))?;
+                    imp = imp.with_mss(mss);
+                }
                 other => return Err(ParseImpairmentError::Unknown(other.into())),
             }
         }
@@ -338,6 +361,9 @@ impl fmt::Display for Impairment {
                 "mtu={m}{}",
                 if self.mtu_icmp { "/icmp" } else { "" }
             ));
+        }
+        if let Some(m) = self.mss {
+            parts.push(format!("mss={m}"));
         }
         if parts.is_empty() {
             parts.push("none".to_string());
@@ -424,6 +450,11 @@ mod tests {
         assert_eq!((imp.mtu, imp.mtu_icmp), (Some(1400), false));
         assert!(!imp.is_clean());
         assert_eq!(imp.to_string(), "delay=5ms,mtu=1400");
+        let imp: Impairment = "mtu=1400,mss=1360".parse().unwrap();
+        assert_eq!((imp.mtu, imp.mss), (Some(1400), Some(1360)));
+        assert_eq!(imp.to_string(), "mtu=1400,mss=1360");
+        assert!(!imp.is_clean());
+        assert!("mss=20".parse::<Impairment>().is_err());
         let imp: Impairment = "mtu=1280/icmp".parse().unwrap();
         assert_eq!((imp.mtu, imp.mtu_icmp), (Some(1280), true));
         assert_eq!(imp.to_string(), "mtu=1280/icmp");

@@ -35,7 +35,7 @@ impl Checker {
                 measured,
                 threshold,
             };
-            let head = format!("etcd member {}", m.label());
+            let head = format!("etcd member {}", m.client_label());
             if let Some(d) = m.dial {
                 let ms = d.as_secs_f64() * 1000.0;
                 let of = if m.dials > 1 {

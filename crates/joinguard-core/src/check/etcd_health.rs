@@ -59,6 +59,14 @@ impl EtcdMemberHealth {
         }
     }
 
+    /// The member by its name and the client URL that was dialled: `m2 (198.18.0.3:2379)`.
+    pub(super) fn client_label(&self) -> String {
+        match &self.name {
+            Some(n) => format!("{n} ({})", self.endpoint),
+            None => self.endpoint.clone(),
+        }
+    }
+
     pub(super) fn leader(&self) -> Option<u64> {
         self.leader.filter(|&l| l != 0)
     }

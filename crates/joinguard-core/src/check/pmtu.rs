@@ -5,6 +5,7 @@
 use super::model::{CheckName, CheckResult, Status};
 use super::wording::describe;
 use super::Checker;
+use crate::probe::fullsize::FullSize;
 use crate::probe::pmtu::PathMtu;
 use crate::target::Target;
 
@@ -14,34 +15,161 @@ const FIXES: &str = "set this node's interface MTU (and the members') to the pat
                      let ICMP type 3 code 4 (\"fragmentation needed\") through the firewalls";
 
 impl Checker {
-    /// One result per host probed: ok when packets of the interface MTU cross; a warning when
-    /// the path MTU is smaller but a router reports it (the kernel lowers its segment size); an
-    /// error when larger packets vanish without a report. A host that answered no echo of any
-    /// size has no result here: `PacketLoss` and the reachability checks judge it.
-    pub fn path_mtu(&self, results: &[(Target, Result<PathMtu, String>)]) -> Vec<CheckResult> {
-        results
+    /// One result per host: from the ICMP probe (`icmp`, per host) and the TCP exchange with a
+    /// member's peer port (`tcp`, per peer target), judged together.
+    ///
+    /// ICMP alone: ok when packets of the interface MTU cross; a warning when the path MTU is
+    /// smaller but a router reports it (the kernel lowers its segment size); an error when
+    /// larger packets vanish without a report. TCP then settles what the join needs: a blackhole
+    /// for ICMP whose TCP request crossed is a path that clamps the TCP MSS (a warning, not an
+    /// error: the join's traffic is TCP), and where ICMP could not run, the TCP exchange judges
+    /// alone. A host that answered no echo and had no exchange has no result here:
+    /// `PacketLoss` and the reachability checks judge it.
+    pub fn path_mtu(
+        &self,
+        icmp: &[(Target, Result<PathMtu, String>)],
+        tcp: &[(Target, Result<FullSize, String>)],
+    ) -> Vec<CheckResult> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for t in icmp
             .iter()
-            .filter_map(|(target, r)| {
+            .map(|(t, _)| t)
+            .chain(tcp.iter().map(|(t, _)| t))
+        {
+            if !hosts.contains(&t.host.as_str()) {
+                hosts.push(&t.host);
+            }
+        }
+        hosts
+            .into_iter()
+            .filter_map(|host| {
+                let i = icmp.iter().find(|(t, _)| t.host == host);
+                let t = tcp.iter().find(|(t, _)| t.host == host);
+                let target = i.map(|(t, _)| t).or(t.map(|(t, _)| t))?;
                 let head = format!("{} ({})", describe(target), target.host);
-                let (status, message, measured) = match r {
-                    Err(e) => (
+                let by_icmp = match i.map(|(_, r)| r) {
+                    Some(Ok(p)) => judge(&head, p),
+                    Some(Err(e)) => Some((
                         Status::Warning,
                         format!("{head}: path MTU not measured ({e})"),
                         None,
-                    ),
-                    Ok(p) => judge(&head, p)?,
+                    )),
+                    None => None,
                 };
+                let exchange = t.and_then(|(_, r)| r.as_ref().ok());
+                let (status, message, measured) = combine(&head, by_icmp, exchange)?;
                 Some(CheckResult {
                     name: CheckName::PathMtu,
                     target: target.endpoint.clone(),
                     status,
                     message,
                     measured,
-                    threshold: r.as_ref().ok().map(|p| f64::from(p.interface_mtu)),
+                    threshold: i
+                        .and_then(|(_, r)| r.as_ref().ok())
+                        .map(|p| f64::from(p.interface_mtu)),
                 })
             })
             .collect()
     }
+}
+
+type Judged = (Status, String, Option<f64>);
+
+/// The ICMP judgement (if any) with the TCP exchange's evidence (if any).
+fn combine(head: &str, icmp: Option<Judged>, tcp: Option<&FullSize>) -> Option<Judged> {
+    let Some(x) = tcp else {
+        return icmp;
+    };
+    let req = x.request_bytes;
+    let inbound = if x.inbound_full() {
+        format!(
+            ", and the member's answers came in segments of up to {} bytes",
+            x.rcv_mss
+        )
+    } else {
+        String::new()
+    };
+    let crossed = format!(
+        "a {req}-byte request to the peer port crossed in segments of {} bytes (the TCP MSS \
+         this node sends with){inbound}",
+        x.snd_mss
+    );
+    let why = x.failure.as_deref().unwrap_or("no answer");
+    let lost = format!(
+        "a {req}-byte request to the peer port got no answer ({why}) after a TLS handshake that \
+         completed"
+    );
+    Some(match (icmp, x.outbound_ok()) {
+        // ICMP saw a blackhole, TCP crossed: the path clamps the MSS (the usual fix).
+        (Some((Status::Error, _, measured)), true) => (
+            Status::Warning,
+            format!(
+                "{head}: ICMP echoes above {} bytes are dropped without \"fragmentation \
+                 needed\", but TCP fits the path: {crossed}. The path clamps the TCP MSS, so the \
+                 join's TCP traffic (the learner's snapshot, large reads, the kubeadm-certs \
+                 Secret) crosses; larger packets of other protocols (ICMP, an overlay's UDP) \
+                 still vanish. To fix that too: {FIXES}",
+                measured.map_or("the largest answered".to_string(), |m| format!("{m:.0}"))
+            ),
+            measured,
+        ),
+        (Some((Status::Error, message, measured)), false) => (
+            Status::Error,
+            format!("{message} On TCP too: {lost}."),
+            measured,
+        ),
+        // ICMP found nothing wrong; keep its word, unless TCP could not carry a large request.
+        (Some((status @ (Status::Ok | Status::Warning), message, measured)), true) => {
+            if status == Status::Ok || measured.is_some() {
+                (status, message, measured)
+            } else {
+                // ICMP was not measured: TCP judges.
+                (
+                    Status::Ok,
+                    format!("{head}: full-size TCP segments cross: {crossed} ({message})"),
+                    None,
+                )
+            }
+        }
+        (Some((Status::Ok, _, measured)), false) => (
+            Status::Warning,
+            format!(
+                "{head}: full-size ICMP echoes cross, but {lost}: full-size TCP segments toward \
+                 this member may vanish (a middlebox that treats TCP differently), or the member \
+                 is slow to answer. `joinguard trace {} --protocol tcp --port 2380 --size 1500` \
+                 shows where large SYNs stop",
+                host_only(head)
+            ),
+            measured,
+        ),
+        (Some((_, message, measured)), false) => (
+            Status::Warning,
+            format!("{message}. On TCP: {lost}"),
+            measured,
+        ),
+        (Some(other), true) => other,
+        // No ICMP result (no privilege, or no echo answered at any size): TCP alone.
+        (None, true) => (
+            Status::Ok,
+            format!("{head}: full-size TCP segments cross: {crossed}"),
+            None,
+        ),
+        (None, false) => (
+            Status::Warning,
+            format!(
+                "{head}: {lost}: full-size segments toward this member may vanish (a path MTU \
+                 blackhole), or the member is slow to answer; the ICMP path MTU probe, which \
+                 would tell, needs root or CAP_NET_RAW"
+            ),
+            None,
+        ),
+    })
+}
+
+/// The host in a `... (host)` head.
+fn host_only(head: &str) -> &str {
+    head.rsplit_once('(')
+        .map_or(head, |(_, h)| h.trim_end_matches(')'))
 }
 
 fn judge(head: &str, p: &PathMtu) -> Option<(Status, String, Option<f64>)> {
@@ -126,7 +254,7 @@ mod tests {
     }
 
     fn one(p: Result<PathMtu, String>) -> CheckResult {
-        let mut r = Checker::default().path_mtu(&[(member(), p)]);
+        let mut r = Checker::default().path_mtu(&[(member(), p)], &[]);
         assert_eq!(r.len(), 1, "{r:?}");
         r.remove(0)
     }
@@ -171,10 +299,96 @@ mod tests {
 
     #[test]
     fn a_host_that_answers_no_echo_is_left_to_packet_loss() {
-        let none = Checker::default().path_mtu(&[(member(), Ok(found(None, Some((576, 2)))))]);
+        let none = Checker::default().path_mtu(&[(member(), Ok(found(None, Some((576, 2)))))], &[]);
         assert!(none.is_empty(), "{none:?}");
         let r = one(Err("ICMP socket: no buffer space".into()));
         assert_eq!(r.status, Status::Warning);
         assert!(r.message.contains("not measured"), "{}", r.message);
+    }
+
+    fn peer() -> Target {
+        Target {
+            kind: TargetKind::EtcdPeer,
+            endpoint: "198.18.0.3:2380".into(),
+            port: 2380,
+            ..member()
+        }
+    }
+
+    fn exchange(snd: u32, answered: bool) -> FullSize {
+        FullSize {
+            snd_mss: snd,
+            rcv_mss: snd,
+            adv_mss: 1460,
+            pmtu: 1500,
+            request_bytes: 4190,
+            answered_ms: answered.then_some(1.5),
+            failure: (!answered).then(|| "no answer within 4990 ms".into()),
+            retransmits: 0,
+        }
+    }
+
+    fn both(icmp: Option<Result<PathMtu, String>>, tcp: FullSize) -> CheckResult {
+        let icmp: Vec<_> = icmp.into_iter().map(|r| (member(), r)).collect();
+        let mut r = Checker::default().path_mtu(&icmp, &[(peer(), Ok(tcp))]);
+        assert_eq!(r.len(), 1, "one result per host: {r:?}");
+        r.remove(0)
+    }
+
+    #[test]
+    fn an_icmp_blackhole_that_tcp_crosses_is_a_clamped_mss_and_a_warning() {
+        let r = both(
+            Some(Ok(found(Some(1400), Some((1401, 4))))),
+            exchange(1308, true),
+        );
+        assert_eq!(r.status, Status::Warning, "{}", r.message);
+        assert_eq!(r.target, "198.18.0.3:2379", "on the ICMP stream's target");
+        for want in [
+            "ICMP echoes above 1400 bytes are dropped",
+            "clamps the TCP MSS",
+            "segments of 1308 bytes",
+        ] {
+            assert!(r.message.contains(want), "{want}: {}", r.message);
+        }
+    }
+
+    #[test]
+    fn an_icmp_blackhole_that_tcp_cannot_cross_stays_an_error_with_both() {
+        let r = both(
+            Some(Ok(found(Some(1400), Some((1401, 4))))),
+            exchange(1448, false),
+        );
+        assert_eq!(r.status, Status::Error, "{}", r.message);
+        assert!(
+            r.message.contains("On TCP too: a 4190-byte request"),
+            "{}",
+            r.message
+        );
+    }
+
+    #[test]
+    fn without_icmp_the_tcp_exchange_judges_and_never_errs_alone() {
+        let ok = both(None, exchange(1448, true));
+        assert_eq!(ok.status, Status::Ok, "{}", ok.message);
+        assert_eq!(ok.target, "198.18.0.3:2380");
+        assert!(
+            ok.message.contains("full-size TCP segments cross"),
+            "{}",
+            ok.message
+        );
+        let not_measured = both(Some(Err("ICMP socket: busy".into())), exchange(1448, true));
+        assert_eq!(not_measured.status, Status::Ok, "{}", not_measured.message);
+        let lost = both(None, exchange(1448, false));
+        assert_eq!(lost.status, Status::Warning, "{}", lost.message);
+        assert!(lost.message.contains("CAP_NET_RAW"), "{}", lost.message);
+        let lost = both(Some(Ok(found(Some(1500), None))), exchange(1448, false));
+        assert_eq!(lost.status, Status::Warning, "{}", lost.message);
+        assert!(lost.message.contains("--size 1500"), "{}", lost.message);
+        // A frag-needed warning keeps its word when TCP crosses.
+        let mut p = found(Some(1400), Some((1401, 4)));
+        p.frag_needed = Some((1400, Ipv4Addr::new(198, 18, 0, 3)));
+        let w = both(Some(Ok(p)), exchange(1348, true));
+        assert_eq!(w.status, Status::Warning);
+        assert!(w.message.contains("path MTU 1400 bytes"), "{}", w.message);
     }
 }

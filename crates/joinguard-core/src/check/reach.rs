@@ -167,7 +167,16 @@ fn advice(t: &Target, streams: &[&Summary]) -> String {
              listens on its peer URL (--listen-peer-urls) and that the path passes port 2380"
         }
     };
-    let cause = if failures.iter().any(|f| matches!(f, ProbeFailure::Tls(_))) {
+    let tls_timeout =
+        |f: &&ProbeFailure| matches!(f, ProbeFailure::Tls(m) if m.contains("timed out"));
+    let cause = if !failures.is_empty() && failures.iter().all(tls_timeout) {
+        "the port answers TCP but the TLS handshake timed out: the server's certificates travel \
+         in full-size packets, so a path that drops them (see PathMTU) or a server too busy to \
+         answer stalls here; a wrong CA or certificate fails at once instead"
+    } else if failures
+        .iter()
+        .any(|f| matches!(f, ProbeFailure::Tls(_)) && !tls_timeout(f))
+    {
         "the TLS handshake failed: check the CA and the client certificate given (kubeadm: \
          /etc/kubernetes/pki/etcd/ca.crt and healthcheck-client.crt for etcd, ca.crt for the API)"
     } else if failures.iter().all(|f| matches!(f, ProbeFailure::Refused)) {

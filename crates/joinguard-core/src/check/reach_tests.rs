@@ -153,6 +153,34 @@ fn a_peer_that_refuses_this_identity_is_unreachable_though_tcp_connects() {
 }
 
 #[test]
+fn a_tls_handshake_that_timed_out_is_not_blamed_on_the_ca() {
+    let p = target(TargetKind::EtcdPeer, "198.18.0.4:2380");
+    let summaries = vec![
+        stream(&p, ProbeKind::TcpConnect, 20, None, 0),
+        stream(
+            &p,
+            ProbeKind::EtcdPeerProbe,
+            0,
+            Some(ProbeFailure::Tls(
+                "TLS handshake timed out after 2000 ms".into(),
+            )),
+            1,
+        ),
+    ];
+    let results = Checker::default().judge(std::slice::from_ref(&p), &summaries);
+    let r = results
+        .iter()
+        .find(|r| r.name == CheckName::EtcdPeerReachable)
+        .unwrap();
+    assert_eq!(r.status, Status::Error);
+    assert!(
+        r.message.contains("the TLS handshake timed out") && !r.message.contains("check the CA"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
 fn a_not_ready_api_is_reachable_and_judged_by_apiserverready() {
     let api = target(TargetKind::ApiServer, "198.18.0.9:6443");
     let summaries = vec![stream(

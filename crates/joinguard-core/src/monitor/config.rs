@@ -19,6 +19,9 @@ use crate::target::{Target, TargetKind};
 /// enough for a 5-minute p99 alert (30 samples), and costs a member one Status, one quorum read
 /// and one peer probe every 10 s.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the monitor probes each host's path MTU: a path's MTU changes with its routes (a
+/// new tunnel, a failover), and a round sends a few dozen echoes per host.
+pub const DEFAULT_PATH_MTU_INTERVAL: Duration = Duration::from_secs(300);
 /// The default cap on targets per instance: it bounds series per instance (see docs/monitor.md).
 pub const DEFAULT_MAX_TARGETS: usize = 10_000;
 
@@ -52,6 +55,7 @@ struct RawConfig {
     window: Option<usize>,
     max_targets: Option<usize>,
     member_list_interval: Option<String>,
+    path_mtu_interval: Option<String>,
     listen: Option<String>,
     #[serde(default)]
     targets: Vec<RawTarget>,
@@ -143,6 +147,8 @@ pub struct MonitorConfig {
     pub window: usize,
     pub max_targets: usize,
     pub member_list_interval: Duration,
+    /// How often each host's path MTU is probed (0: never). Needs CAP_NET_RAW.
+    pub path_mtu_interval: Duration,
     pub listen: Option<SocketAddr>,
     pub targets: Vec<StaticTarget>,
     /// preflight's inputs for the cluster section, ready for `preflight::resolve_input`.
@@ -243,6 +249,21 @@ impl MonitorConfig {
             return Err(field(
                 "memberListInterval",
                 "must be at least 100ms".to_string(),
+            ));
+        }
+        let path_mtu_interval = dur(
+            "pathMtuInterval",
+            &raw.path_mtu_interval,
+            DEFAULT_PATH_MTU_INTERVAL,
+        )?;
+        if !path_mtu_interval.is_zero() && path_mtu_interval < Duration::from_secs(10) {
+            return Err(field(
+                "pathMtuInterval",
+                format!(
+                    "{}: use 0 (off) or at least 10s (default 5m); a path's MTU changes with \
+                     its routes, not by the second",
+                    humantime::format_duration(path_mtu_interval)
+                ),
             ));
         }
         let listen = raw
@@ -355,6 +376,7 @@ impl MonitorConfig {
             window,
             max_targets,
             member_list_interval,
+            path_mtu_interval,
             listen,
             targets,
             cluster,
@@ -498,6 +520,24 @@ mod tests {
         assert_eq!(
             crate::kubeadm::flags::mixed_config_error(&c.cluster.unwrap().given),
             None
+        );
+    }
+
+    #[test]
+    fn path_mtu_interval_defaults_to_5m_and_0_turns_it_off() {
+        let t = "targets:\n  - kind: etcd-peer\n    endpoint: a:2380\n";
+        assert_eq!(
+            parse(t).unwrap().path_mtu_interval,
+            Duration::from_secs(300)
+        );
+        let off = parse(&format!("pathMtuInterval: 0s\n{t}")).unwrap();
+        assert!(off.path_mtu_interval.is_zero());
+        let e = parse(&format!("pathMtuInterval: 5s\n{t}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("pathMtuInterval") && e.contains("at least 10s"),
+            "{e}"
         );
     }
 

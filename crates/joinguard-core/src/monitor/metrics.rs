@@ -113,6 +113,8 @@ pub struct Metrics {
     targets: Gauge,
     targets_capped: Gauge,
     targets_other_shards: Gauge,
+    path_mtu: Family<TargetLabels, Gauge>,
+    tcp_mss: Family<TargetLabels, Gauge>,
     /// The check series set last time, to remove those that are gone.
     check_keys: Mutex<BTreeSet<(String, String)>>,
 }
@@ -138,6 +140,8 @@ impl Metrics {
         let targets = Gauge::default();
         let targets_capped = Gauge::default();
         let targets_other_shards = Gauge::default();
+        let path_mtu = Family::<TargetLabels, Gauge>::default();
+        let tcp_mss = Family::<TargetLabels, Gauge>::default();
         registry.register_with_unit(
             "probe_rtt",
             "Round-trip time of successful probes, per target and probe",
@@ -201,6 +205,21 @@ impl Metrics {
             "Known targets that other replicas probe (shard)",
             targets_other_shards.clone(),
         );
+        registry.register_with_unit(
+            "path_mtu",
+            "The largest packet (IPv4, DF set) that crossed to the target's host in the last \
+             path MTU round; one series per host, named after its first target",
+            Unit::Bytes,
+            path_mtu.clone(),
+        );
+        registry.register_with_unit(
+            "path_tcp_mss",
+            "The TCP MSS this node sends with to an etcd member's peer port, on a connection \
+             whose full-size segments crossed (a padded request was answered) in the last path \
+             MTU round",
+            Unit::Bytes,
+            tcp_mss.clone(),
+        );
         Metrics {
             registry,
             rtt,
@@ -215,6 +234,8 @@ impl Metrics {
             targets,
             targets_capped,
             targets_other_shards,
+            path_mtu,
+            tcp_mss,
             check_keys: Mutex::new(BTreeSet::new()),
         }
     }
@@ -265,6 +286,37 @@ impl Metrics {
         self.targets.set(n(probed));
         self.targets_capped.set(n(capped));
         self.targets_other_shards.set(n(other_shards));
+    }
+
+    /// Sets the path MTU of a host (under its target's name), or removes the series when the
+    /// last round measured none.
+    pub fn set_path_mtu(&self, target: &str, bytes: Option<u16>) {
+        let labels = TargetLabels {
+            target: target.to_string(),
+        };
+        match bytes {
+            Some(b) => {
+                self.path_mtu.get_or_create(&labels).set(i64::from(b));
+            }
+            None => {
+                self.path_mtu.remove(&labels);
+            }
+        }
+    }
+
+    /// Sets the TCP MSS toward a member's peer port, or removes the series.
+    pub fn set_tcp_mss(&self, target: &str, bytes: Option<u32>) {
+        let labels = TargetLabels {
+            target: target.to_string(),
+        };
+        match bytes {
+            Some(b) => {
+                self.tcp_mss.get_or_create(&labels).set(i64::from(b));
+            }
+            None => {
+                self.tcp_mss.remove(&labels);
+            }
+        }
     }
 
     /// Removes every series of a target that is no longer probed.

@@ -27,7 +27,10 @@ use crate::check::{CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::failure::Stopped;
 use crate::notes::Notes;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberInfo};
+use crate::probe::fullsize::{self, FullSize};
+use crate::probe::icmp::IcmpError;
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
+use crate::probe::pmtu::{self, PathMtu};
 use crate::probe::tls::TlsClient;
 use crate::retry::{self, ErrorClass, Reason, Recorder, RetryPolicy};
 use crate::stats::Summary;
@@ -60,6 +63,21 @@ pub struct Shared {
     /// Whether etcd client targets have an identity (EtcdIdentity check).
     etcd_identity: bool,
     running: Mutex<BTreeMap<String, Running>>,
+    path_mtu: Mutex<PathMtuState>,
+}
+
+/// What the last path MTU round found.
+#[derive(Debug, Default)]
+struct PathMtuState {
+    /// ICMP, per host: the name of the target it is reported under (the first by name), that
+    /// target, and what the probe found.
+    hosts: BTreeMap<String, (String, Target, Result<PathMtu, String>)>,
+    /// The full-size TCP exchange, per host with an etcd peer target: the peer target's name,
+    /// the target, and what the exchange found.
+    tcp: BTreeMap<String, (String, Target, Result<FullSize, String>)>,
+    /// Why neither side can run (no CAP_NET_RAW and no etcd peer identity): one warning, not
+    /// one per host.
+    unavailable: Option<String>,
 }
 
 #[derive(Debug)]
@@ -220,6 +238,7 @@ pub async fn start(
         recorder,
         verdict: RwLock::new(Verdict::default()),
         running: Mutex::new(BTreeMap::new()),
+        path_mtu: Mutex::new(PathMtuState::default()),
         config,
     });
     apply_targets(&shared, planned);
@@ -227,6 +246,12 @@ pub async fn start(
     let mut tasks = Vec::new();
     tasks.push(tokio::spawn(serve::serve(listener, shared.clone())));
     tasks.push(tokio::spawn(evaluate_loop(shared.clone())));
+    if !shared.config.path_mtu_interval.is_zero() {
+        tasks.push(tokio::spawn(path_mtu_loop(
+            shared.clone(),
+            cluster_tls.peer.clone(),
+        )));
+    }
     if let Some(tls) = cluster_tls.etcd.clone().filter(|_| !seeds.is_empty()) {
         tasks.push(tokio::spawn(member_list_loop(
             shared.clone(),
@@ -369,6 +394,7 @@ pub fn evaluate(shared: &Shared) {
     if etcd_clients {
         checks.push(checker.etcd_identity(shared.etcd_identity));
     }
+    checks.extend(path_mtu_checks(shared));
     let checks = checker.finish(checks);
     let name = |endpoint: &str| {
         name_of
@@ -394,6 +420,219 @@ pub fn evaluate(shared: &Shared) {
         evaluated: true,
         errors,
     };
+}
+
+/// Each host's path MTU probe is bounded by this (a round is a few round trips; a silent host
+/// waits out one second per round).
+const PATH_MTU_BUDGET: Duration = Duration::from_secs(5);
+/// Hosts probed at once in a path MTU round.
+const PATH_MTU_CONCURRENCY: usize = 16;
+
+/// The PathMTU check over the last round: preflight's judgement per host, ICMP and TCP
+/// together; a host that answered no echo of any size and had no TCP exchange, or could not be
+/// probed, is a warning that says so (the monitor has no PacketLoss check to judge it instead);
+/// when neither side can run, one warning for the cluster.
+fn path_mtu_checks(shared: &Shared) -> Vec<CheckResult> {
+    let st = shared.path_mtu.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = &st.unavailable {
+        return vec![CheckResult {
+            name: crate::check::CheckName::PathMtu,
+            target: CLUSTER_TARGET.to_string(),
+            status: Status::Warning,
+            message: format!(
+                "path MTU not measured: {why}. Grant the monitor CAP_NET_RAW or give the \
+                 cluster section an etcd identity (the TCP side uses the peer port), or set \
+                 pathMtuInterval: 0s"
+            ),
+            measured: None,
+            threshold: None,
+        }];
+    }
+    let icmp: Vec<(Target, Result<PathMtu, String>)> = st
+        .hosts
+        .iter()
+        .map(|(host, (_, t, r))| {
+            let r = match r {
+                Ok(p) if p.largest_ok.is_none() && !st.tcp.contains_key(host) => Err(
+                    "no echo of any size was answered: ICMP echo is filtered on the way, or the \
+                     host does not answer it"
+                        .to_string(),
+                ),
+                other => other.clone(),
+            };
+            (t.clone(), r)
+        })
+        .collect();
+    let tcp: Vec<(Target, Result<FullSize, String>)> = st
+        .tcp
+        .values()
+        .map(|(_, t, r)| (t.clone(), r.clone()))
+        .collect();
+    shared.checker.path_mtu(&icmp, &tcp)
+}
+
+/// Every `pathMtuInterval`: the ICMP path MTU probe to every host of the running targets, and,
+/// with an etcd peer identity, the full-size TCP exchange with every member's peer port;
+/// `PATH_MTU_CONCURRENCY` hosts at a time. A host or peer target that appears in between (the
+/// members MemberList brings after the seed) is probed within a second, not an interval later.
+/// Without CAP_NET_RAW the ICMP side stops for good (that does not change while the process
+/// runs) and TCP judges alone.
+async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
+    // Why the ICMP side cannot run, once known.
+    let mut icmp_off: Option<String> = None;
+    let mut last_full: Option<tokio::time::Instant> = None;
+    // Hosts probed since the last full round, by ICMP and by the TCP exchange.
+    let mut probed_icmp: std::collections::BTreeSet<String> = Default::default();
+    let mut probed_tcp: std::collections::BTreeSet<String> = Default::default();
+    let every = shared.config.path_mtu_interval;
+    loop {
+        // Per host: (the first target's name, it), and its etcd peer target if there is one.
+        let mut hosts: BTreeMap<String, (String, Target)> = BTreeMap::new();
+        let mut peers: BTreeMap<String, (String, Target)> = BTreeMap::new();
+        {
+            let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
+            for (name, r) in running.iter() {
+                hosts
+                    .entry(r.target.host.clone())
+                    .or_insert_with(|| (name.clone(), r.target.clone()));
+                if r.target.kind == TargetKind::EtcdPeer {
+                    peers
+                        .entry(r.target.host.clone())
+                        .or_insert_with(|| (name.clone(), r.target.clone()));
+                }
+            }
+        }
+        if last_full.is_none_or(|t| t.elapsed() >= every) {
+            last_full = Some(tokio::time::Instant::now());
+            probed_icmp.clear();
+            probed_tcp.clear();
+            // Hosts that are gone lose their results and series.
+            let mut st = shared.path_mtu.lock().unwrap_or_else(|e| e.into_inner());
+            st.hosts.retain(|host, (name, _, _)| {
+                let keep = hosts.contains_key(host);
+                if !keep {
+                    shared.metrics.set_path_mtu(name, None);
+                }
+                keep
+            });
+            st.tcp.retain(|host, (name, _, _)| {
+                let keep = peers.contains_key(host);
+                if !keep {
+                    shared.metrics.set_tcp_mss(name, None);
+                }
+                keep
+            });
+        }
+        let mut todo = Vec::new();
+        for (host, (name, target)) in hosts {
+            let icmp = icmp_off.is_none() && !probed_icmp.contains(&host);
+            let peer = peers
+                .get(&host)
+                .filter(|_| !probed_tcp.contains(&host))
+                .cloned()
+                .zip(peer_tls.clone());
+            if icmp || peer.is_some() {
+                if icmp {
+                    probed_icmp.insert(host.clone());
+                }
+                if peer.is_some() {
+                    probed_tcp.insert(host.clone());
+                }
+                todo.push((host, name, target, icmp, peer));
+            }
+        }
+        let mut no_privilege = None;
+        let mut todo = todo.into_iter();
+        let mut set = tokio::task::JoinSet::new();
+        loop {
+            while set.len() < PATH_MTU_CONCURRENCY {
+                let Some((host, name, target, icmp_on, peer)) = todo.next() else {
+                    break;
+                };
+                set.spawn(async move {
+                    let icmp = async {
+                        if !icmp_on {
+                            return None;
+                        }
+                        Some(match host_ip(&host).await {
+                            Ok(ip) => pmtu::probe(ip, PATH_MTU_BUDGET).await,
+                            Err(e) => Err(IcmpError::Io(e)),
+                        })
+                    };
+                    let exchange = async {
+                        let ((name, t), tls) = peer?;
+                        let r = fullsize::exchange(&t.host, t.port, &tls, PATH_MTU_BUDGET).await;
+                        Some((name, t, r.map_err(|e| e.to_string())))
+                    };
+                    let (icmp, exchange) = tokio::join!(icmp, exchange);
+                    (host, name, target, icmp, exchange)
+                });
+            }
+            let Some(done) = set.join_next().await else {
+                break;
+            };
+            let Ok((host, name, target, icmp, exchange)) = done else {
+                continue;
+            };
+            let mut st = shared.path_mtu.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((peer_name, t, r)) = exchange {
+                let mss = r
+                    .as_ref()
+                    .ok()
+                    .filter(|x| x.outbound_ok())
+                    .map(|x| x.snd_mss);
+                shared.metrics.set_tcp_mss(&peer_name, mss);
+                st.tcp.insert(host.clone(), (peer_name, t, r));
+            }
+            let r = match icmp {
+                None => continue,
+                Some(Ok(p)) => Ok(p),
+                Some(Err(e @ IcmpError::NoPrivilege(_))) => {
+                    no_privilege = Some(e.to_string());
+                    continue;
+                }
+                Some(Err(e)) => Err(e.to_string()),
+            };
+            shared
+                .metrics
+                .set_path_mtu(&name, r.as_ref().ok().and_then(|p| p.largest_ok));
+            st.hosts.insert(host, (name, target, r));
+        }
+        if let Some(why) = no_privilege {
+            warn!(
+                error = %why,
+                tcp_side = peer_tls.is_some(),
+                "the ICMP path MTU probe cannot run; only the TCP side (etcd peers) is measured"
+            );
+            icmp_off = Some(why);
+        }
+        {
+            let mut st = shared.path_mtu.lock().unwrap_or_else(|e| e.into_inner());
+            st.unavailable = icmp_off
+                .as_ref()
+                .filter(|_| peer_tls.is_none())
+                .map(|why| format!("{why}; and without an etcd identity there is no TCP side"));
+        }
+        // New hosts are looked for every second; everything is probed again every interval.
+        tokio::time::sleep(every.min(Duration::from_secs(1))).await;
+    }
+}
+
+/// The address of a target's host: the host itself, or its first address by name (5 s).
+async fn host_ip(host: &str) -> std::io::Result<std::net::IpAddr> {
+    if let Ok(ip) = host.trim_matches(|c| c == '[' || c == ']').parse() {
+        return Ok(ip);
+    }
+    let mut addrs = tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::net::lookup_host((host, 0u16)),
+    )
+    .await
+    .map_err(|_| std::io::Error::other(format!("{host}: name lookup timed out")))??;
+    addrs
+        .next()
+        .map(|a| a.ip())
+        .ok_or_else(|| std::io::Error::other(format!("{host}: the name has no address")))
 }
 
 /// MemberList failures on the retry layer's etcd policy: reaching the member is transient, trust

@@ -192,7 +192,7 @@ pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Re
         );
     }
     checks.extend(checker.etcd_dial_time(&obs.members));
-    checks.extend(checker.path_mtu(&obs.pmtu));
+    checks.extend(checker.path_mtu(&obs.pmtu, &obs.fullsize));
     if let Some(list) = &obs.member_list {
         checks.extend(checker.cluster_state(list, &node));
     }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::check::{EtcdMemberHealth, Thresholds};
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberInfo, SnapshotProbe};
 use crate::probe::failure::{etcd_probe_failure, http_probe_failure};
+use crate::probe::fullsize::{self, FullSize};
 use crate::probe::http;
 use crate::probe::icmp::{IcmpError, Pinger};
 use crate::probe::identity::{ALPN_H2, ALPN_HTTP1};
@@ -76,6 +77,8 @@ pub struct Observations {
     pub icmp_endpoints: BTreeSet<String>,
     /// The path MTU per host, on the target that carries its ICMP stream (`PathMTU`).
     pub pmtu: Vec<(Target, Result<PathMtu, String>)>,
+    /// The full-size TCP exchange per etcd peer target (`PathMTU`'s TCP side).
+    pub fullsize: Vec<(Target, Result<FullSize, String>)>,
 }
 
 #[derive(Default)]
@@ -673,53 +676,80 @@ async fn peer_target(
     shared: &Shared,
 ) {
     if let Some(tls) = tls {
-        let to = clock.left().min(SETUP_TIMEOUT);
-        match PeerSession::open(&target.host, target.port, tls, to).await {
-            Ok(mut session) => {
-                // The first request pays for cold caches on both sides; it is not a sample.
-                let warm = session.probe(to).await;
-                match warm {
-                    Ok(p) => {
-                        if let Some(skew) = p.server_now.as_deref().and_then(skew_from_rfc3339) {
-                            shared.with(|o| o.skews.push((target.clone(), skew)));
-                        }
-                        let samples = peer_stream(clock, policy, &limits.peer, &mut session).await;
-                        shared.push(&target, ProbeKind::EtcdPeerProbe, samples);
-                        return;
-                    }
-                    Err(e) => {
-                        if let Some(t) = e.trust_failure() {
-                            shared.trust(format!("{target}: {t}"));
-                        }
-                        shared.note(format!(
-                            "{target}: the peer probe failed ({e}); its RTT is judged from TCP connects"
-                        ));
-                    }
-                }
-            }
-            Err(e) => {
-                if let Some(t) = e.trust_failure() {
-                    shared.trust(format!("{target}: {t}"));
-                }
-                let failure = http_probe_failure(&e);
-                if matches!(failure, ProbeFailure::Tls(_)) {
-                    // The peer refused this identity: judged (EtcdPeerReachable), not a note.
-                    shared.push(
-                        &target,
-                        ProbeKind::EtcdPeerProbe,
-                        vec![Sample {
-                            result: Err(failure),
-                        }],
-                    );
-                }
-                shared.note(format!(
-                    "{target}: the peer probe could not connect ({e}); its RTT is judged from TCP connects"
-                ));
-            }
-        }
+        // PathMTU's TCP side, on its own connection beside the peer stream.
+        let full_size = async {
+            let budget = clock.left().min(PMTU_BUDGET);
+            let r = fullsize::exchange(&target.host, target.port, tls, budget).await;
+            shared.with(|o| {
+                o.fullsize
+                    .push((target.clone(), r.map_err(|e| e.to_string())))
+            });
+        };
+        tokio::join!(
+            full_size,
+            peer_session(clock, policy, limits, tls, &target, shared)
+        );
+        return;
     }
     let samples = stream(clock, policy, &limits.peer, |to| tcp::probe(&target, to)).await;
     shared.push(&target, ProbeKind::TcpConnect, samples);
+}
+
+/// The peer stream over a kept TLS connection, or TCP connects when it cannot be had.
+async fn peer_session(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    tls: &TlsClient,
+    target: &Target,
+    shared: &Shared,
+) {
+    let to = clock.left().min(SETUP_TIMEOUT);
+    match PeerSession::open(&target.host, target.port, tls, to).await {
+        Ok(mut session) => {
+            // The first request pays for cold caches on both sides; it is not a sample.
+            let warm = session.probe(to).await;
+            match warm {
+                Ok(p) => {
+                    if let Some(skew) = p.server_now.as_deref().and_then(skew_from_rfc3339) {
+                        shared.with(|o| o.skews.push((target.clone(), skew)));
+                    }
+                    let samples = peer_stream(clock, policy, &limits.peer, &mut session).await;
+                    shared.push(target, ProbeKind::EtcdPeerProbe, samples);
+                    return;
+                }
+                Err(e) => {
+                    if let Some(t) = e.trust_failure() {
+                        shared.trust(format!("{target}: {t}"));
+                    }
+                    shared.note(format!(
+                        "{target}: the peer probe failed ({e}); its RTT is judged from TCP connects"
+                    ));
+                }
+            }
+        }
+        Err(e) => {
+            if let Some(t) = e.trust_failure() {
+                shared.trust(format!("{target}: {t}"));
+            }
+            let failure = http_probe_failure(&e);
+            if matches!(failure, ProbeFailure::Tls(_)) {
+                // The peer refused this identity: judged (EtcdPeerReachable), not a note.
+                shared.push(
+                    target,
+                    ProbeKind::EtcdPeerProbe,
+                    vec![Sample {
+                        result: Err(failure),
+                    }],
+                );
+            }
+            shared.note(format!(
+                "{target}: the peer probe could not connect ({e}); its RTT is judged from TCP connects"
+            ));
+        }
+    }
+    let samples = stream(clock, policy, &limits.peer, |to| tcp::probe(target, to)).await;
+    shared.push(target, ProbeKind::TcpConnect, samples);
 }
 
 async fn peer_stream(
@@ -881,7 +911,8 @@ async fn icmp_host(
         Err(IcmpError::NoPrivilege(_)) => {
             shared.note(
                 "ICMP echo needs root or CAP_NET_RAW: packet loss is judged from the other \
-                 probes' failures, with less certainty"
+                 probes' failures, with less certainty, and the path MTU (PathMTU) is not \
+                 measured"
                     .into(),
             );
             return;

@@ -119,6 +119,7 @@ pub async fn attach(report: &mut Report, left: Duration, notes: &dyn crate::note
                         probe_timeout: PROBE_TIMEOUT,
                         timeout: budget,
                         dns: false,
+                        size: None,
                     };
                     trace::trace(&spec).await.map_err(|e| match e {
                         TraceError::NoPrivilege(_) => (true, e.to_string()),

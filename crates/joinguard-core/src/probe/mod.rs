@@ -9,6 +9,7 @@ use serde::Serialize;
 
 pub mod etcd;
 pub mod failure;
+pub mod fullsize;
 pub mod http;
 pub mod icmp;
 pub mod identity;

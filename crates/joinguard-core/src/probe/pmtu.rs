@@ -26,10 +26,10 @@ use socket2::{SockAddr, Socket};
 use tokio::io::unix::AsyncFd;
 
 use super::icmp::{raw_socket, IcmpError};
-use crate::trace::packet::checksum;
+use crate::trace::packet;
 
 /// IPv4 and ICMP echo headers: an echo of `size` bytes on the wire carries `size - 28` of data.
-const HEADERS: u16 = 28;
+const HEADERS: u16 = packet::ECHO_HEADERS;
 /// The smallest size probed: every IPv4 link carries 576 (RFC 791).
 pub const MIN_PROBE: u16 = 576;
 /// The largest size probed: jumbo frames.
@@ -40,6 +40,9 @@ const COPIES: usize = 2;
 const MAX_ROUNDS: u32 = 4;
 /// A round without any answer gives up after this long (a host that answers no echo).
 const SILENT_ROUND: Duration = Duration::from_secs(1);
+/// How long after its last echo a size that got no answer is still waited for before it counts
+/// as lost (as `ping -W 1`, and the loss stream's late limit).
+const LATE: Duration = Duration::from_secs(1);
 
 /// What the probe found for one host.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -89,6 +92,7 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
         ident: rand::random(),
         seq: 0,
         sent: BTreeMap::new(),
+        by_seq: BTreeMap::new(),
         answered: BTreeMap::new(),
         frag_needed: None,
     };
@@ -101,31 +105,38 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
     .chain([top])
     .collect();
     let mut rounds = 0;
-    while rounds < MAX_ROUNDS && !sizes.is_empty() && Instant::now() < deadline {
-        rounds += 1;
-        state.round(&sizes, deadline).await;
-        let ok = state.largest_ok();
-        let Some(lo) = ok else {
-            // Nothing answered, not even 576 bytes: the host answers no echo; not an MTU.
+    // Whether the lost sizes above the largest answered one were given LATE to come back.
+    let mut settled = false;
+    loop {
+        while rounds < MAX_ROUNDS && !sizes.is_empty() && Instant::now() < deadline {
+            rounds += 1;
+            state.round(&sizes, deadline).await;
+            match state.refine() {
+                Some(next) => sizes = next,
+                None => break,
+            }
+        }
+        // Before a size counts as lost, its echoes get LATE to come back: jitter or a queue can
+        // hold a reply past a round's window (a 30 ms jitter made 1500 bytes look lost). A
+        // late answer that moves the bounds earns one more refining round.
+        let (Some(lo), false) = (state.largest_ok(), settled) else {
             break;
         };
         let Some(hi) = state.smallest_lost_above(lo) else {
             break;
         };
-        // Refine between them: up to 10 sizes evenly spaced, the lost size again, and the
-        // largest answered one, whose answer times the round (a round of only lost sizes would
-        // wait out SILENT_ROUND).
-        let gap = hi - lo;
-        if gap <= 1 && state.copies(hi) >= 2 * COPIES as u32 {
-            break;
+        settled = true;
+        let until = (state.last_sent_above(lo) + LATE).min(deadline);
+        state
+            .listen(until, |p| p.smallest_lost_above(lo) != Some(hi))
+            .await;
+        match state.refine() {
+            Some(next) if state.largest_ok() != Some(lo) => {
+                sizes = next;
+                rounds = rounds.min(MAX_ROUNDS - 1);
+            }
+            _ => break,
         }
-        let steps = u32::from(gap.min(11));
-        let between = |i: u32| lo + u16::try_from(u32::from(gap) * i / steps).unwrap_or(gap);
-        sizes = std::iter::once(lo)
-            .chain((1..steps).map(between))
-            .chain([hi])
-            .collect();
-        sizes.dedup();
     }
     let largest_ok = state.largest_ok();
     let smallest_lost = largest_ok
@@ -151,6 +162,9 @@ struct Probe {
     seq: u16,
     /// Size to the sequence numbers sent at it.
     sent: BTreeMap<u16, Vec<u16>>,
+    /// Every echo of every round: sequence number to (size, when sent), so a reply that comes
+    /// back in a later round still counts.
+    by_seq: BTreeMap<u16, (u16, Instant)>,
     /// Size to its first answer's round trip.
     answered: BTreeMap<u16, Duration>,
     frag_needed: Option<(u16, Ipv4Addr)>,
@@ -172,13 +186,44 @@ impl Probe {
         self.sent.get(&size).map_or(0, |v| v.len() as u32)
     }
 
+    /// The sizes of the next round, between the largest answered and the smallest lost: up to
+    /// 10 evenly spaced, the lost size again, and the largest answered one, whose answer times
+    /// the round (a round of only lost sizes would wait out SILENT_ROUND). `None` when nothing
+    /// answered (a host that answers no echo: not an MTU), nothing above it was lost, or the
+    /// bound is found.
+    fn refine(&self) -> Option<Vec<u16>> {
+        let lo = self.largest_ok()?;
+        let hi = self.smallest_lost_above(lo)?;
+        let gap = hi - lo;
+        if gap <= 1 && self.copies(hi) >= 2 * COPIES as u32 {
+            return None;
+        }
+        let steps = u32::from(gap.min(11));
+        let between = |i: u32| lo + u16::try_from(u32::from(gap) * i / steps).unwrap_or(gap);
+        let mut sizes: Vec<u16> = std::iter::once(lo)
+            .chain((1..steps).map(between))
+            .chain([hi])
+            .collect();
+        sizes.dedup();
+        Some(sizes)
+    }
+
+    /// When the last echo above `lo` bytes went out.
+    fn last_sent_above(&self, lo: u16) -> Instant {
+        self.by_seq
+            .values()
+            .filter(|(size, _)| *size > lo)
+            .map(|(_, at)| *at)
+            .max()
+            .unwrap_or_else(Instant::now)
+    }
+
     /// Sends `COPIES` echoes of each size at once, then listens until every size is answered,
     /// or 3 x the slowest answer so far (at least 50 ms) after the first answer, or a second
-    /// without any answer, or the deadline.
+    /// without any answer, or the deadline. Replies to earlier rounds' echoes count too.
     async fn round(&mut self, sizes: &[u16], deadline: Instant) {
         let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
         let start = Instant::now();
-        let mut by_seq: BTreeMap<u16, (u16, Instant)> = BTreeMap::new();
         for _ in 0..COPIES {
             for &size in sizes {
                 self.seq = self.seq.wrapping_add(1);
@@ -187,59 +232,70 @@ impl Probe {
                 // A failed send (EMSGSIZE past the interface MTU) is an echo that never crossed.
                 let _ = self.sock.get_ref().send_to(&packet, &to);
                 self.sent.entry(size).or_default().push(self.seq);
-                by_seq.insert(self.seq, (size, stamp));
+                self.by_seq.insert(self.seq, (size, stamp));
             }
         }
-        let mut buf = [MaybeUninit::<u8>::uninit(); 2048];
-        let mut first: Option<Duration> = None;
         loop {
-            let pending = sizes.iter().any(|s| !self.answered.contains_key(s));
-            if !pending {
+            if sizes.iter().all(|s| self.answered.contains_key(s)) {
                 return;
             }
-            let until = match first {
-                Some(rtt) => {
-                    let slowest = sizes
-                        .iter()
-                        .filter_map(|s| self.answered.get(s))
-                        .max()
-                        .copied()
-                        .unwrap_or(rtt);
-                    start + (slowest * 3).max(Duration::from_millis(50))
-                }
+            let answered: Vec<Duration> = sizes
+                .iter()
+                .filter_map(|s| self.answered.get(s))
+                .copied()
+                .collect();
+            let until = match answered.iter().max() {
+                Some(slowest) => start + (*slowest * 3).max(Duration::from_millis(50)),
                 None => start + SILENT_ROUND,
             }
             .min(deadline);
             if Instant::now() >= until {
                 return;
             }
+            let n = answered.len();
+            let sizes = sizes.to_vec();
+            self.listen(until, move |p| {
+                sizes.iter().filter(|s| p.answered.contains_key(s)).count() != n
+            })
+            .await;
+        }
+    }
+
+    /// Reads replies until `done` holds after one, or until `until`.
+    async fn listen(&mut self, until: Instant, done: impl Fn(&Probe) -> bool) {
+        let mut buf = [MaybeUninit::<u8>::uninit(); 2048];
+        loop {
+            if Instant::now() >= until {
+                return;
+            }
             tokio::select! {
-                _ = tokio::time::sleep_until(until.into()) => {}
+                _ = tokio::time::sleep_until(until.into()) => return,
                 r = self.sock.readable() => {
                     let Ok(mut g) = r else { return };
                     while let Ok(r) = g.try_io(|s| s.get_ref().recv_from(&mut buf)) {
                         let Ok((n, from)) = r else { break };
                         // SAFETY: recv_from initialised the first `n` bytes.
                         let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+                        let from = from.as_socket_ipv4().map(|a| *a.ip());
                         match parse(bytes, self.ident) {
                             Some(Answer::Reply(seq)) => {
-                                let from_dst = from.as_socket_ipv4().map(|a| *a.ip()) == Some(self.dst);
-                                if let (true, Some(&(size, sent))) = (from_dst, by_seq.get(&seq)) {
-                                    let rtt = sent.elapsed();
-                                    self.answered.entry(size).or_insert(rtt);
-                                    first.get_or_insert(rtt);
+                                if let (true, Some(&(size, sent))) =
+                                    (from == Some(self.dst), self.by_seq.get(&seq))
+                                {
+                                    self.answered.entry(size).or_insert(sent.elapsed());
                                 }
                             }
-                            Some(Answer::FragNeeded { seq, mtu }) if by_seq.contains_key(&seq) => {
-                                let router = from
-                                    .as_socket_ipv4()
-                                    .map_or(Ipv4Addr::UNSPECIFIED, |a| *a.ip());
-                                self.frag_needed = Some((mtu, router));
+                            Some(Answer::FragNeeded { seq, mtu }) if self.by_seq.contains_key(&seq) => {
+                                self.frag_needed =
+                                    Some((mtu, from.unwrap_or(Ipv4Addr::UNSPECIFIED)));
                             }
                             Some(Answer::FragNeeded { .. }) | None => {}
                         }
                     }
                 }
+            }
+            if done(self) {
+                return;
             }
         }
     }
@@ -283,19 +339,11 @@ fn parse(bytes: &[u8], ident: u16) -> Option<Answer> {
 
 /// An echo request that makes an IPv4 packet of `size` bytes (20 of IP header, 8 of ICMP).
 fn echo_request(ident: u16, seq: u16, size: u16) -> Vec<u8> {
-    let data = usize::from(size.saturating_sub(HEADERS));
-    let mut p = vec![8u8, 0, 0, 0];
-    p.extend_from_slice(&ident.to_be_bytes());
-    p.extend_from_slice(&seq.to_be_bytes());
-    let tag = b"joinguard-path-mtu-";
-    p.extend((0..data).map(|i| tag[i % tag.len()]));
-    let c = checksum(&p);
-    p[2..4].copy_from_slice(&c.to_be_bytes());
-    p
+    packet::echo_request(ident, seq, packet::padding(Some(size), HEADERS))
 }
 
 /// `IP_MTU_DISCOVER = IP_PMTUDISC_PROBE`: set DF, ignore the cached path MTU.
-fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
+pub(crate) fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
     let v: libc::c_int = libc::IP_PMTUDISC_PROBE;
     // SAFETY: a valid fd, and a pointer to a c_int that lives across the call with its size.
     let r = unsafe {
@@ -317,7 +365,7 @@ fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
 /// The MTU of the interface the route to `dst` leaves by (from /proc/net/route and sysfs; 1500
 /// when they cannot say), and the kernel's path MTU for that route (`IP_MTU` of a connected UDP
 /// socket), which is lower when a router reported a smaller MTU.
-fn mtus(dst: Ipv4Addr) -> (u16, Option<u16>) {
+pub(crate) fn mtus(dst: Ipv4Addr) -> (u16, Option<u16>) {
     let route = route_mtu(dst);
     let iface = std::fs::read_to_string("/proc/net/route")
         .ok()
@@ -375,6 +423,7 @@ fn route_interface(table: &str, dst: Ipv4Addr) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::packet::checksum;
 
     #[test]
     fn an_echo_request_makes_a_packet_of_the_size_asked() {

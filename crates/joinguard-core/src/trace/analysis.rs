@@ -131,6 +131,8 @@ pub(crate) mod tests {
             jitter_ms: avg.map(|_| 0.01),
             jitter_max_ms: avg.map(|_| 0.02),
             is_target: false,
+            mtu: None,
+            mtu_from: None,
         }
     }
 
@@ -147,6 +149,8 @@ pub(crate) mod tests {
             hops,
             timed_out: false,
             duration_ms: 2000,
+            size: None,
+            path_mtu: None,
         }
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::spec::TraceRequest;
 
-use super::{TraceError, TraceProtocol, TraceSpec};
+use super::{packet, TraceError, TraceProtocol, TraceSpec};
 
 /// Validated flags. Every error names the flag or argument it is about.
 pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
@@ -45,6 +45,9 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
         }
     }
     let target = resolve(&host).await?;
+    if let Some(size) = a.size {
+        check_size(size, a.protocol, target)?;
+    }
     Ok(TraceSpec {
         label: host,
         target,
@@ -56,7 +59,34 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
         probe_timeout: a.probe_timeout,
         timeout: a.timeout,
         dns: a.dns,
+        size: a.size,
     })
+}
+
+/// `--size` fits the probe's headers and the interface the route to `target` leaves by (a probe
+/// with DF set larger than that cannot be sent).
+fn check_size(size: u16, protocol: TraceProtocol, target: Ipv4Addr) -> Result<(), String> {
+    let headers = match protocol {
+        TraceProtocol::Icmp => packet::ECHO_HEADERS,
+        TraceProtocol::Udp => packet::UDP_HEADERS,
+        TraceProtocol::Tcp => packet::SYN_HEADERS,
+    };
+    if size < headers {
+        return Err(format!(
+            "--size {size}: a {} probe takes at least {headers} bytes (its IP and {} headers)",
+            protocol.as_str(),
+            protocol.as_str()
+        ));
+    }
+    let (interface, _) = crate::probe::pmtu::mtus(target);
+    if size > interface {
+        return Err(format!(
+            "--size {size}: the interface the route to {target} leaves by has an MTU of \
+             {interface} bytes, and a probe with DF set cannot be larger; give at most {interface} \
+             (the trace shrinks its probes to any smaller MTU a router reports)"
+        ));
+    }
+    Ok(())
 }
 
 /// `host`, `host:port`, `1.2.3.4:port` (IPv6 literals are refused later, when resolved).

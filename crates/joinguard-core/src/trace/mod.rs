@@ -57,6 +57,10 @@ pub struct TraceSpec {
     pub timeout: Duration,
     /// Look up hop names by reverse DNS.
     pub dns: bool,
+    /// Size of each probe (the whole IP packet, bytes), sent with DF set; `None`: small probes
+    /// as mtr sends them by default. Where a router answers "fragmentation needed", the hop
+    /// records the MTU and later probes shrink to it, as tracepath does.
+    pub size: Option<u16>,
 }
 
 /// Why a trace could not run.
@@ -119,6 +123,13 @@ pub struct PathTrace {
     /// True when `timeout` ended the trace before every probe was answered or lost.
     pub timed_out: bool,
     pub duration_ms: u64,
+    /// The probe size asked for (`--size`), sent with DF set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u16>,
+    /// The smallest MTU a router reported ("fragmentation needed"), when one did: the size the
+    /// last probes were sent at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<u16>,
 }
 
 /// The last word on the path.
@@ -164,12 +175,21 @@ pub struct Hop {
     pub jitter_max_ms: Option<f64>,
     /// Whether this hop is the target.
     pub is_target: bool,
+    /// Where the path MTU drops: the MTU a router reported ("fragmentation needed") for probes
+    /// that were to reach this hop, i.e. the link into it. Only with `--size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    /// Who reported `mtu` (the router before the small link, or this hop).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu_from: Option<Ipv4Addr>,
 }
 
 #[derive(Debug)]
 struct Probe {
     ttl: u8,
     cycle: u32,
+    /// The size it was sent at (`None`: the default small probe).
+    size: Option<u16>,
     sent_wall: SystemTime,
     sent: Instant,
     /// The UDP probe's own socket (its port identifies it); dropped once settled.
@@ -186,6 +206,9 @@ enum State {
         kind: ReplyKind,
     },
     Lost,
+    /// Too large for a link ("fragmentation needed"): sent again at the reported MTU, and not
+    /// counted.
+    Resized,
 }
 
 /// Sockets and identifiers of one trace.
@@ -225,6 +248,19 @@ pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
         ident: rand::random(),
         tcp_seq_base: rand::random(),
     };
+    if spec.size.is_some() {
+        // DF set, and the kernel's cached path MTU does not stop a probe on its way out.
+        crate::probe::pmtu::set_pmtudisc_probe(wire.icmp.socket())
+            .map_err(TraceError::io(target, "set DF on the raw ICMP socket"))?;
+        if let Some((raw, _, _)) = &wire.tcp {
+            crate::probe::pmtu::set_pmtudisc_probe(raw.socket())
+                .map_err(TraceError::io(target, "set DF on the raw TCP socket"))?;
+        }
+    }
+    // The size probes go out at: `spec.size`, lowered by each "fragmentation needed".
+    let mut size = spec.size;
+    // (TTL of the probe, MTU reported, who reported it).
+    let mut mtu_reports: Vec<(u8, u16, Ipv4Addr)> = Vec::new();
 
     let mut probes: Vec<Probe> = Vec::new();
     let mut by_id: HashMap<ProbeId, usize> = HashMap::new();
@@ -254,23 +290,7 @@ pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
                 .unwrap_or(spec.max_hops)
                 .min(spec.max_hops);
             for ttl in 1..=limit {
-                let seq = probes.len();
-                match send_probe(spec, &wire, ttl, seq) {
-                    Ok((id, sent_wall, udp)) => {
-                        by_id.insert(id, probes.len());
-                        probes.push(Probe {
-                            ttl,
-                            cycle: cycles_sent,
-                            sent_wall,
-                            sent: Instant::now(),
-                            udp,
-                            state: State::Pending,
-                        });
-                    }
-                    // A send the kernel refuses (no buffer, unreachable) is a probe lost on
-                    // the way out; a missing privilege would have failed at open.
-                    Err(e) => tracing::debug!(ttl, error = %e, "probe send failed"),
-                }
+                send_and_record(spec, &wire, ttl, cycles_sent, size, &mut probes, &mut by_id);
             }
             cycles_sent += 1;
             tracing::debug!(cycle = cycles_sent, of = spec.cycles, "trace cycle sent");
@@ -298,6 +318,22 @@ pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
             }
             let p = &mut probes[i];
             if p.state != State::Pending {
+                continue;
+            }
+            if let ReplyKind::FragNeeded { mtu } = reply.kind {
+                // Not an answer: the probe was too large for a link on the way. Note where,
+                // shrink the probes to the MTU reported, and send this one again.
+                p.state = State::Resized;
+                p.udp = None;
+                let (ttl, cycle, sent_at) = (p.ttl, p.cycle, p.size);
+                let mtu = plausible_mtu(mtu, sent_at);
+                mtu_reports.push((ttl, mtu, reply.from));
+                size = Some(size.map_or(mtu, |s| s.min(mtu)));
+                if sent_at.is_none_or(|s| s > mtu) {
+                    send_and_record(spec, &wire, ttl, cycle, size, &mut probes, &mut by_id);
+                } else {
+                    probes[i].state = State::Lost;
+                }
                 continue;
             }
             let rtt = match at {
@@ -336,6 +372,7 @@ pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
     }
 
     let mut trace = summarize(spec, &probes, target_ttl, dead_end, cycles_sent, timed_out);
+    mark_mtu_drops(&mut trace, &mtu_reports);
     if spec.dns {
         resolve_names(&mut trace, deadline).await;
     }
@@ -343,17 +380,80 @@ pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
     Ok(trace)
 }
 
-/// Sends the probe number `seq` with `ttl`.
+/// Sends the next probe with `ttl` for `cycle` at `size`, and records it.
+fn send_and_record(
+    spec: &TraceSpec,
+    wire: &Wire,
+    ttl: u8,
+    cycle: u32,
+    size: Option<u16>,
+    probes: &mut Vec<Probe>,
+    by_id: &mut HashMap<ProbeId, usize>,
+) {
+    let seq = probes.len();
+    match send_probe(spec, wire, ttl, seq, size) {
+        Ok((id, sent_wall, udp)) => {
+            by_id.insert(id, probes.len());
+            probes.push(Probe {
+                ttl,
+                cycle,
+                size,
+                sent_wall,
+                sent: Instant::now(),
+                udp,
+                state: State::Pending,
+            });
+        }
+        // A send the kernel refuses (no buffer, unreachable) is a probe lost on the way out; a
+        // missing privilege would have failed at open.
+        Err(e) => tracing::debug!(ttl, error = %e, "probe send failed"),
+    }
+}
+
+/// The MTU to shrink to after a "fragmentation needed" for a probe of `sent` bytes: the one
+/// the router reported, or, from a router older than RFC 1191 (0) or one reporting no less
+/// than what it refused, the next plateau below the probe's size (RFC 1191, section 7).
+fn plausible_mtu(reported: u16, sent: Option<u16>) -> u16 {
+    let sent = sent.unwrap_or(u16::MAX);
+    if (68..sent).contains(&reported) {
+        return reported;
+    }
+    const PLATEAUS: [u16; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
+    PLATEAUS.into_iter().find(|p| *p < sent).unwrap_or(68)
+}
+
+/// Puts each MTU reported on the hop it first appeared at: the link into that hop is where the
+/// path MTU drops to it.
+fn mark_mtu_drops(trace: &mut PathTrace, reports: &[(u8, u16, Ipv4Addr)]) {
+    let mut sorted = reports.to_vec();
+    sorted.sort_by_key(|(ttl, mtu, _)| (*ttl, std::cmp::Reverse(*mtu)));
+    let mut known = trace.size.unwrap_or(u16::MAX);
+    for (ttl, mtu, from) in sorted {
+        if mtu >= known {
+            continue;
+        }
+        known = mtu;
+        if let Some(h) = trace.hops.iter_mut().find(|h| h.ttl == ttl) {
+            h.mtu = Some(mtu);
+            h.mtu_from = Some(from);
+        }
+    }
+    trace.path_mtu = reports.iter().map(|(_, m, _)| *m).min();
+}
+
+/// Sends the probe number `seq` with `ttl`, of `size` bytes when given.
 fn send_probe(
     spec: &TraceSpec,
     w: &Wire,
     ttl: u8,
     seq: usize,
+    size: Option<u16>,
 ) -> io::Result<(ProbeId, SystemTime, Option<socket2::Socket>)> {
     match spec.protocol {
         TraceProtocol::Icmp => {
             let seq = seq as u16;
-            let pkt = packet::echo_request(w.ident, seq);
+            let data = packet::padding(size, packet::ECHO_HEADERS);
+            let pkt = packet::echo_request(w.ident, seq, data);
             let at = w.icmp.send_with_ttl(&pkt, spec.target, ttl)?;
             Ok((
                 ProbeId::Echo {
@@ -366,10 +466,14 @@ fn send_probe(
         }
         TraceProtocol::Udp => {
             let (s, src_port) = socket::udp_probe_socket(w.src)?;
+            if size.is_some() {
+                crate::probe::pmtu::set_pmtudisc_probe(&s)?;
+            }
             let dst_port = spec
                 .port
                 .unwrap_or_else(|| UDP_BASE_PORT.wrapping_add(seq as u16));
-            let at = socket::udp_send(&s, spec.target, dst_port, ttl)?;
+            let data = packet::padding(size, packet::UDP_HEADERS);
+            let at = socket::udp_send(&s, spec.target, dst_port, ttl, data)?;
             Ok((ProbeId::Udp { src_port, dst_port }, at, Some(s)))
         }
         TraceProtocol::Tcp => {
@@ -379,7 +483,8 @@ fn send_probe(
                 .ok_or_else(|| io::Error::other("no TCP socket"))?;
             let dst_port = spec.port.unwrap_or(80);
             let tcp_seq = w.tcp_seq_base.wrapping_add(seq as u32);
-            let pkt = packet::tcp_syn(w.src, *src_port, spec.target, dst_port, tcp_seq);
+            let data = packet::padding(size, packet::SYN_HEADERS);
+            let pkt = packet::tcp_syn(w.src, *src_port, spec.target, dst_port, tcp_seq, data);
             let at = raw.send_with_ttl(&pkt, spec.target, ttl)?;
             Ok((
                 ProbeId::Tcp {
@@ -459,7 +564,7 @@ fn summarize(
     for ttl in 1..=rows {
         let mut mine: Vec<&Probe> = probes
             .iter()
-            .filter(|p| p.ttl == ttl && p.state != State::Pending)
+            .filter(|p| p.ttl == ttl && !matches!(p.state, State::Pending | State::Resized))
             .collect();
         mine.sort_by_key(|p| p.cycle);
         let answered: Vec<(Ipv4Addr, Duration)> = mine
@@ -503,6 +608,8 @@ fn summarize(
                 .then(|| round3(diffs.iter().sum::<f64>() / diffs.len() as f64)),
             jitter_max_ms: diffs.iter().copied().reduce(f64::max).map(round3),
             is_target: address == Some(spec.target),
+            mtu: None,
+            mtu_from: None,
         });
     }
     let final_reply = match (target_ttl, dead_end) {
@@ -518,6 +625,9 @@ fn summarize(
                         FinalReply::PortUnreachable
                     }
                     ReplyKind::Unreachable(code) => FinalReply::Unreachable { code },
+                    ReplyKind::FragNeeded { .. } => FinalReply::Unreachable {
+                        code: packet::CODE_FRAG_NEEDED,
+                    },
                     ReplyKind::TimeExceeded => FinalReply::Unreachable { code: 255 },
                 }),
                 _ => None,
@@ -540,6 +650,8 @@ fn summarize(
         hops,
         timed_out,
         duration_ms: 0,
+        size: spec.size,
+        path_mtu: None,
     }
 }
 
@@ -568,4 +680,50 @@ async fn resolve_names(trace: &mut PathTrace, deadline: Instant) {
 /// Microsecond precision is all a millisecond figure needs.
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::analysis::tests::{hop, path};
+
+    #[test]
+    fn a_reported_mtu_is_taken_unless_it_cannot_be_right() {
+        assert_eq!(plausible_mtu(1400, Some(1500)), 1400);
+        // A router older than RFC 1191 says 0: the next plateau below the probe.
+        assert_eq!(plausible_mtu(0, Some(1500)), 1492);
+        assert_eq!(plausible_mtu(0, Some(1492)), 1006);
+        // No smaller than what it refused: a confused router; still shrink.
+        assert_eq!(plausible_mtu(1500, Some(1500)), 1492);
+        assert_eq!(plausible_mtu(0, Some(60)), 68);
+    }
+
+    #[test]
+    fn each_mtu_drop_lands_on_the_first_hop_that_reported_it() {
+        let mut t = path(vec![
+            hop(1, Some(0.1), 10, 10),
+            hop(2, Some(0.2), 10, 10),
+            hop(3, Some(0.3), 10, 10),
+            hop(4, Some(0.4), 10, 10),
+        ]);
+        t.size = Some(1500);
+        let r2 = Ipv4Addr::new(198, 18, 0, 3);
+        let r3 = Ipv4Addr::new(198, 18, 0, 4);
+        // The first cycle's probes to hops 2 to 4 all hit the 1400 link; then 1300 past hop 3.
+        let reports = [
+            (3, 1400, r2),
+            (2, 1400, r2),
+            (4, 1400, r2),
+            (4, 1300, r3),
+            (3, 1300, r3),
+        ];
+        mark_mtu_drops(&mut t, &reports);
+        let mtus: Vec<Option<u16>> = t.hops.iter().map(|h| h.mtu).collect();
+        assert_eq!(mtus, [None, Some(1400), Some(1300), None]);
+        assert_eq!(t.hops[2].mtu_from, Some(r3));
+        assert_eq!(t.path_mtu, Some(1300));
+        let mut clean = path(vec![hop(1, Some(0.1), 10, 10)]);
+        mark_mtu_drops(&mut clean, &[]);
+        assert_eq!((clean.hops[0].mtu, clean.path_mtu), (None, None));
+    }
 }

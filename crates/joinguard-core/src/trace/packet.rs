@@ -15,6 +15,15 @@ pub const ICMP_ECHO_REQUEST: u8 = 8;
 pub const ICMP_TIME_EXCEEDED: u8 = 11;
 /// Destination Unreachable code "port unreachable": a UDP probe reached the target.
 pub const CODE_PORT_UNREACHABLE: u8 = 3;
+/// Destination Unreachable code "fragmentation needed and DF set" (RFC 1191: the next-hop MTU
+/// is in bytes 6 and 7 of the ICMP header).
+pub const CODE_FRAG_NEEDED: u8 = 4;
+/// IPv4 and ICMP echo headers (20 + 8): the smallest echo probe on the wire.
+pub const ECHO_HEADERS: u16 = 28;
+/// IPv4 and UDP headers (20 + 8).
+pub const UDP_HEADERS: u16 = 28;
+/// IPv4 and TCP headers with the MSS option (20 + 24).
+pub const SYN_HEADERS: u16 = 44;
 
 const PROTO_ICMP: u8 = 1;
 const PROTO_TCP: u8 = 6;
@@ -58,6 +67,9 @@ pub enum ReplyKind {
     TimeExceeded,
     /// ICMP Destination Unreachable with this code (port unreachable is the UDP target's answer).
     Unreachable(u8),
+    /// ICMP "fragmentation needed" (type 3 code 4): the probe was larger than the next link's
+    /// MTU, which the router reports (0 from a router older than RFC 1191).
+    FragNeeded { mtu: u16 },
     /// ICMP Echo Reply from the target.
     EchoReply,
     /// TCP SYN-ACK: the port is open.
@@ -66,12 +78,27 @@ pub enum ReplyKind {
     Rst,
 }
 
-/// An ICMP echo request with `ident` and `seq` and a short payload.
-pub fn echo_request(ident: u16, seq: u16) -> Vec<u8> {
+/// The bytes after a probe's headers that make its IP packet `size` bytes long (`None`: the
+/// short default payload).
+pub fn padding(size: Option<u16>, headers: u16) -> Option<usize> {
+    size.map(|s| usize::from(s.saturating_sub(headers)))
+}
+
+/// `len` bytes of the tracer's tag, repeated: what fills a probe of a chosen size.
+pub fn filler(len: usize) -> Vec<u8> {
+    let tag = b"joinguard-trace-";
+    (0..len).map(|i| tag[i % tag.len()]).collect()
+}
+
+/// An ICMP echo request with `ident` and `seq`, and a short payload, or `data` bytes of one.
+pub fn echo_request(ident: u16, seq: u16, data: Option<usize>) -> Vec<u8> {
     let mut p = vec![ICMP_ECHO_REQUEST, 0, 0, 0];
     p.extend_from_slice(&ident.to_be_bytes());
     p.extend_from_slice(&seq.to_be_bytes());
-    p.extend_from_slice(b"joinguard-trace");
+    match data {
+        Some(n) => p.extend(filler(n)),
+        None => p.extend_from_slice(b"joinguard-trace"),
+    }
     let c = checksum(&p);
     p[2..4].copy_from_slice(&c.to_be_bytes());
     p
@@ -79,8 +106,17 @@ pub fn echo_request(ident: u16, seq: u16) -> Vec<u8> {
 
 /// A TCP SYN from `src:src_port` to `dst:dst_port` with sequence number `seq`, and an MSS option
 /// (1460) as a real stack would send, so middleboxes treat it as an ordinary connection attempt.
-pub fn tcp_syn(src: Ipv4Addr, src_port: u16, dst: Ipv4Addr, dst_port: u16, seq: u32) -> Vec<u8> {
-    let mut t = Vec::with_capacity(24);
+/// `data` bytes after the header make a probe of a chosen size (a SYN may carry data, RFC 793;
+/// the target acknowledges only the SYN).
+pub fn tcp_syn(
+    src: Ipv4Addr,
+    src_port: u16,
+    dst: Ipv4Addr,
+    dst_port: u16,
+    seq: u32,
+    data: Option<usize>,
+) -> Vec<u8> {
+    let mut t = Vec::with_capacity(24 + data.unwrap_or(0));
     t.extend_from_slice(&src_port.to_be_bytes());
     t.extend_from_slice(&dst_port.to_be_bytes());
     t.extend_from_slice(&seq.to_be_bytes());
@@ -90,6 +126,7 @@ pub fn tcp_syn(src: Ipv4Addr, src_port: u16, dst: Ipv4Addr, dst_port: u16, seq: 
     t.extend_from_slice(&64240u16.to_be_bytes()); // window, as Linux offers
     t.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
     t.extend_from_slice(&[2, 4, 0x05, 0xb4]); // MSS 1460
+    t.extend(filler(data.unwrap_or(0)));
     let mut pseudo = Vec::with_capacity(12 + t.len());
     pseudo.extend_from_slice(&src.octets());
     pseudo.extend_from_slice(&dst.octets());
@@ -141,10 +178,12 @@ pub fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
                 },
                 _ => return None,
             };
-            let kind = if ty == ICMP_TIME_EXCEEDED {
-                ReplyKind::TimeExceeded
-            } else {
-                ReplyKind::Unreachable(code)
+            let kind = match (ty, code) {
+                (ICMP_TIME_EXCEEDED, _) => ReplyKind::TimeExceeded,
+                (_, CODE_FRAG_NEEDED) => ReplyKind::FragNeeded {
+                    mtu: be16(&icmp[6..8]),
+                },
+                (_, code) => ReplyKind::Unreachable(code),
             };
             Some(Reply {
                 from,
@@ -246,8 +285,8 @@ mod tests {
 
     #[test]
     fn checksums_verify() {
-        assert_eq!(checksum(&echo_request(0xbeef, 9)), 0);
-        let syn = tcp_syn(ME, 40000, TARGET, 2380, 0x01020304);
+        assert_eq!(checksum(&echo_request(0xbeef, 9, None)), 0);
+        let syn = tcp_syn(ME, 40000, TARGET, 2380, 0x01020304, None);
         let mut pseudo = Vec::new();
         pseudo.extend_from_slice(&ME.octets());
         pseudo.extend_from_slice(&TARGET.octets());
@@ -259,7 +298,7 @@ mod tests {
 
     #[test]
     fn time_exceeded_quoting_an_echo_names_its_sequence() {
-        let probe = ip(ME, TARGET, PROTO_ICMP, &echo_request(0xbeef, 9));
+        let probe = ip(ME, TARGET, PROTO_ICMP, &echo_request(0xbeef, 9, None));
         let r = parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &probe)).unwrap();
         assert_eq!(r.from, ROUTER);
         assert_eq!(r.kind, ReplyKind::TimeExceeded);
@@ -275,7 +314,7 @@ mod tests {
 
     #[test]
     fn time_exceeded_quoting_a_syn_names_its_sequence_number() {
-        let syn = tcp_syn(ME, 40000, TARGET, 2380, 77);
+        let syn = tcp_syn(ME, 40000, TARGET, 2380, 77, None);
         // Routers may quote only 8 bytes of the payload.
         let probe = ip(ME, TARGET, PROTO_TCP, &syn[..8]);
         let r = parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &probe)).unwrap();
@@ -287,6 +326,51 @@ mod tests {
                 seq: 77
             }
         );
+    }
+
+    #[test]
+    fn sized_probes_make_packets_of_the_size_asked_and_checksum() {
+        let e = echo_request(1, 2, padding(Some(1400), ECHO_HEADERS));
+        assert_eq!(e.len() + 20, 1400);
+        assert_eq!(checksum(&e), 0);
+        let syn = tcp_syn(ME, 40000, TARGET, 2380, 5, padding(Some(1400), SYN_HEADERS));
+        assert_eq!(syn.len() + 20, 1400);
+        let mut pseudo = Vec::new();
+        pseudo.extend_from_slice(&ME.octets());
+        pseudo.extend_from_slice(&TARGET.octets());
+        pseudo.extend_from_slice(&[0, PROTO_TCP]);
+        pseudo.extend_from_slice(&(syn.len() as u16).to_be_bytes());
+        pseudo.extend_from_slice(&syn);
+        assert_eq!(checksum(&pseudo), 0);
+        // Smaller than the headers: the headers alone.
+        assert_eq!(padding(Some(20), ECHO_HEADERS), Some(0));
+        assert_eq!(padding(None, ECHO_HEADERS), None);
+    }
+
+    #[test]
+    fn fragmentation_needed_carries_the_next_hop_mtu() {
+        let probe = ip(ME, TARGET, PROTO_ICMP, &echo_request(0xbeef, 3, Some(1472)));
+        let mut m = vec![
+            ICMP_DEST_UNREACHABLE,
+            CODE_FRAG_NEEDED,
+            0,
+            0,
+            0,
+            0,
+            0x05,
+            0x78,
+        ];
+        m.extend_from_slice(&probe[..28]);
+        let r = parse_icmp(&ip(ROUTER, ME, PROTO_ICMP, &m)).unwrap();
+        assert_eq!(r.kind, ReplyKind::FragNeeded { mtu: 1400 });
+        assert_eq!(
+            r.probe,
+            ProbeId::Echo {
+                ident: 0xbeef,
+                seq: 3
+            }
+        );
+        assert_eq!(r.from, ROUTER);
     }
 
     #[test]
@@ -306,12 +390,12 @@ mod tests {
 
     #[test]
     fn echo_replies_parse_and_requests_and_short_quotes_do_not() {
-        let mut reply = echo_request(1, 2);
+        let mut reply = echo_request(1, 2, None);
         reply[0] = ICMP_ECHO_REPLY;
         let r = parse_icmp(&ip(TARGET, ME, PROTO_ICMP, &reply)).unwrap();
         assert_eq!(r.kind, ReplyKind::EchoReply);
         assert_eq!(r.probe, ProbeId::Echo { ident: 1, seq: 2 });
-        assert!(parse_icmp(&ip(ME, TARGET, PROTO_ICMP, &echo_request(1, 2))).is_none());
+        assert!(parse_icmp(&ip(ME, TARGET, PROTO_ICMP, &echo_request(1, 2, None))).is_none());
         let short = ip(ME, TARGET, PROTO_TCP, &[0x9c, 0x40, 0x09]);
         assert!(parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &short)).is_none());
         assert!(parse_icmp(&[0x45, 0]).is_none());

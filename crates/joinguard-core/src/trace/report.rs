@@ -96,8 +96,11 @@ pub fn headline(t: &PathTrace) -> String {
         (TraceProtocol::Tcp, Some(p)) => format!("TCP SYNs to port {p}"),
         (TraceProtocol::Tcp, None) => "TCP SYNs".to_string(),
     };
+    let size = t
+        .size
+        .map_or(String::new(), |s| format!(" of {s} bytes (DF set)"));
     format!(
-        "Trace to {name} with {how}, {} cycle{}:",
+        "Trace to {name} with {how}{size}, {} cycle{}:",
         t.cycles,
         if t.cycles == 1 { "" } else { "s" }
     )
@@ -121,16 +124,31 @@ pub fn write_table<W: Write + ?Sized>(t: &PathTrace, w: &mut W) -> io::Result<()
         })
         .collect();
     let aw = shown.iter().map(String::len).max().unwrap_or(0).max(7);
+    // With --size, an MTU column: the MTU where it drops, blank elsewhere.
+    let mtu_col = |v: Option<String>| match (t.size, v) {
+        (None, _) => String::new(),
+        (Some(_), v) => format!("  {:>5}", v.unwrap_or_default()),
+    };
     writeln!(
         w,
-        "{:>3}  {:<aw$}  {:>6}  {:>4}  {:>4}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}",
-        "HOP", "ADDRESS", "LOSS%", "SNT", "RCV", "LAST", "AVG", "BEST", "WRST", "JTTR"
+        "{:>3}  {:<aw$}  {:>6}  {:>4}  {:>4}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}{}",
+        "HOP",
+        "ADDRESS",
+        "LOSS%",
+        "SNT",
+        "RCV",
+        "LAST",
+        "AVG",
+        "BEST",
+        "WRST",
+        "JTTR",
+        mtu_col(Some("MTU".into()))
     )?;
     let cell = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
     for (h, addr) in t.hops.iter().zip(&shown) {
         writeln!(
             w,
-            "{:>3}  {:<aw$}  {:>5.1}%  {:>4}  {:>4}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}",
+            "{:>3}  {:<aw$}  {:>5.1}%  {:>4}  {:>4}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}{}",
             h.ttl,
             addr,
             h.loss_pct,
@@ -141,6 +159,7 @@ pub fn write_table<W: Write + ?Sized>(t: &PathTrace, w: &mut W) -> io::Result<()
             cell(h.min_ms),
             cell(h.max_ms),
             cell(h.jitter_ms),
+            mtu_col(h.mtu.map(|m| m.to_string())),
         )?;
     }
     Ok(())
@@ -194,6 +213,26 @@ pub fn findings(t: &PathTrace, a: &Attribution) -> Vec<String> {
                 t.protocol.as_str()
             )),
         }
+    }
+    for h in t.hops.iter().filter(|h| h.mtu.is_some()) {
+        let (mtu, from) = (h.mtu.unwrap_or_default(), h.mtu_from);
+        out.push(format!(
+            "the path MTU drops to {mtu} bytes at {}: {} answered larger probes with \
+             \"fragmentation needed\", and later probes went at {mtu} bytes (the kernel copes \
+             while this ICMP arrives; a firewall that drops it makes the path a blackhole)",
+            hop_name(h.ttl, h.address),
+            from.map_or("a router".to_string(), |f| f.to_string()),
+        ));
+    }
+    let silent = !matches!(t.final_reply, Some(FinalReply::Unreachable { .. }));
+    if let (Some(size), false, true) = (t.size, t.reached, silent) {
+        out.push(format!(
+            "probes were {size} bytes with DF set: if a trace without --size reaches {}, \
+             packets of this size are dropped silently past the last hop that answered (a path \
+             MTU blackhole); `joinguard preflight` measures the largest size that crosses \
+             (PathMTU)",
+            t.address
+        ));
     }
     if let Some(l) = &a.latency {
         out.push(format!(
@@ -266,6 +305,48 @@ mod tests {
             "[trace] latency first appears at hop 2 (198.18.0.3): +60.1 ms"
         );
         assert_eq!(p.exit_code(), 0);
+    }
+
+    #[test]
+    fn sized_traces_show_the_mtu_where_it_drops() {
+        let mut hops = vec![
+            hop(1, Some(0.1), 10, 10),
+            hop(2, Some(0.2), 10, 10),
+            hop(3, Some(0.3), 10, 10),
+        ];
+        hops[1].mtu = Some(1400);
+        hops[1].mtu_from = hops[1].address;
+        hops[2].is_target = true;
+        let mut t = path(hops);
+        t.protocol = TraceProtocol::Icmp;
+        t.port = None;
+        t.final_reply = Some(FinalReply::EchoReply);
+        t.size = Some(1500);
+        t.path_mtu = Some(1400);
+        let p = TracedPath::new(t);
+        let mut out = Vec::new();
+        render_text(&p, "[trace]", &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "[trace] Trace to 198.18.0.4 with ICMP echo of 1500 bytes (DF set), 10 cycles:"
+        );
+        assert!(lines[1].ends_with("JTTR    MTU"), "{text}");
+        assert!(lines[3].ends_with(" 1400"), "{text}");
+        assert!(lines[2].ends_with("0.01       "), "{text}");
+        assert!(
+            text.contains("the path MTU drops to 1400 bytes at hop 2 (198.18.0.3): 198.18.0.3"),
+            "{text}"
+        );
+        assert_eq!(p.exit_code(), 0);
+        let mut out = Vec::new();
+        render_json(&p, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["size"], 1500);
+        assert_eq!(v["pathMtu"], 1400);
+        assert_eq!(v["hops"][1]["mtu"], 1400);
+        assert!(v["hops"][0].get("mtu").is_none());
     }
 
     #[test]

@@ -50,6 +50,11 @@ impl RawSocket {
         Ok(stamp)
     }
 
+    /// The socket, for options.
+    pub fn socket(&self) -> &Socket {
+        self.fd.get_ref()
+    }
+
     /// Waits until the socket is readable.
     pub async fn readable(&self) -> io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, Socket>> {
         self.fd.readable().await
@@ -80,14 +85,22 @@ fn local_port(s: &Socket) -> io::Result<u16> {
     Ok(s.local_addr()?.as_socket_ipv4().map_or(0, |a| a.port()))
 }
 
-/// Sends one UDP probe with TTL `ttl`; returns the stamp taken just before the send.
-pub fn udp_send(s: &Socket, dst: Ipv4Addr, port: u16, ttl: u8) -> io::Result<SystemTime> {
+/// Sends one UDP probe with TTL `ttl`, with a short payload or `data` bytes of one; returns the
+/// stamp taken just before the send.
+pub fn udp_send(
+    s: &Socket,
+    dst: Ipv4Addr,
+    port: u16,
+    ttl: u8,
+    data: Option<usize>,
+) -> io::Result<SystemTime> {
     s.set_ttl_v4(u32::from(ttl))?;
+    let payload = match data {
+        Some(n) => super::packet::filler(n),
+        None => b"joinguard-trace".to_vec(),
+    };
     let stamp = SystemTime::now();
-    s.send_to(
-        b"joinguard-trace",
-        &SockAddr::from(SocketAddrV4::new(dst, port)),
-    )?;
+    s.send_to(&payload, &SockAddr::from(SocketAddrV4::new(dst, port)))?;
     Ok(stamp)
 }
 

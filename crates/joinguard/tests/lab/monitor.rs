@@ -116,6 +116,11 @@ impl Fixture {
             id.cert.display(),
             id.key.display()
         );
+        self.start_monitor_with(&config);
+    }
+
+    /// Starts the monitor with `config` as its monitor.yaml.
+    fn start_monitor_with(&mut self, config: &str) {
         let path = self.dir.path().join("monitor.yaml");
         std::fs::write(&path, config).unwrap();
         let log = std::fs::File::create(self.dir.path().join("monitor.log")).unwrap();
@@ -269,6 +274,20 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
             .all(|n| sample(m, "joinguard_target_up", &[("target", n)]) == Some(1.0))
     });
     fx.wait_ready(200, "ok", Duration::from_secs(10));
+    // PathMTU's first round runs at start: ICMP per host and, with the etcd identity, the TCP
+    // side on every peer port; a clean path is ok on both.
+    fx.wait_metrics("PathMTU on every member", Duration::from_secs(15), |m| {
+        (0..3).all(|i| {
+            let peer = fx.name("etcd-peer", i);
+            sample(m, "joinguard_path_tcp_mss_bytes", &[("target", &peer)])
+                .is_some_and(|v| v > 1000.0)
+                && m.lines().any(|l| {
+                    l.starts_with("joinguard_check_status{check=\"PathMTU\"")
+                        && l.contains(&fx.env.etcd().member(i).addr().to_string())
+                        && l.ends_with(" 0")
+                })
+        })
+    });
 
     // The output parses with the reference parser, in both formats, with the families and
     // labels documented in docs/monitor.md.
@@ -449,6 +468,77 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     assert_eq!(
         sample(&m, "joinguard_target_up", &[("target", &peer2)]),
         Some(1.0)
+    );
+}
+
+/// PathMTU in the monitor: one host whose link drops packets above 1,400 bytes silently, one
+/// whose link answers "fragmentation needed", one clean. Static TCP targets on the members'
+/// peer ports (a TLS handshake would stall on the blackholed link: that is the point, but not
+/// what this test reads). The first round runs at start.
+#[test]
+fn etcd_monitor_path_mtu_per_host() {
+    let _s = serial();
+    let mut fx = Fixture::new();
+    {
+        let lab = fx.env.lab();
+        let (mon, m2, m3) = (lab.host("mon"), lab.host("m2"), lab.host("m3"));
+        let ms1 = Impairment::delay(Duration::from_millis(1));
+        lab.net()
+            .set_link(mon, m2, ms1.clone().with_mtu(1400, true));
+        lab.net().set_link(mon, m3, ms1.with_mtu(1400, false));
+    }
+    let peers: Vec<String> = (0..3)
+        .map(|i| format!("{}:2380", fx.env.etcd().member(i).addr()))
+        .collect();
+    let config = format!(
+        "interval: 1s\nwindow: 5\npathMtuInterval: 10s\ntargets:\n{}",
+        peers
+            .iter()
+            .map(|p| format!("  - {{kind: etcd-peer, endpoint: {p}}}\n"))
+            .collect::<String>()
+    );
+    fx.start_monitor_with(&config);
+    let name = |i: usize| fx.name("etcd-peer", i);
+    fx.wait_metrics("a path MTU for all 3 hosts", Duration::from_secs(20), |m| {
+        (0..3).all(|i| sample(m, "joinguard_path_mtu_bytes", &[("target", &name(i))]).is_some())
+            && (0..3).all(|i| {
+                sample(
+                    m,
+                    "joinguard_check_status",
+                    &[("check", "PathMTU"), ("target", &name(i))],
+                )
+                .is_some()
+            })
+    });
+    let m = fx.metrics();
+    let mtu = |i: usize| sample(&m, "joinguard_path_mtu_bytes", &[("target", &name(i))]);
+    let status = |i: usize| {
+        sample(
+            &m,
+            "joinguard_check_status",
+            &[("check", "PathMTU"), ("target", &name(i))],
+        )
+    };
+    assert_eq!(
+        mtu(0),
+        Some(1500.0),
+        "the clean host carries its interface MTU\n{m}"
+    );
+    assert_eq!(mtu(1), Some(1400.0), "{m}");
+    assert_eq!(mtu(2), Some(1400.0), "{m}");
+    assert_eq!(
+        (status(0), status(1), status(2)),
+        (Some(0.0), Some(1.0), Some(2.0)),
+        "ok, warning (fragmentation needed), error (blackhole)\n{m}"
+    );
+    let body = fx.wait_ready(503, "PathMTU", Duration::from_secs(5));
+    assert!(
+        body.contains(&name(2)) && body.contains("dropped without") && !body.contains(&name(1)),
+        "{body}"
+    );
+    assert!(
+        m.contains("# HELP joinguard_path_mtu_bytes The largest packet"),
+        "{m}"
     );
 }
 

@@ -178,3 +178,54 @@ labtest!(
         assert!(run.stdout.contains("All checks passed"), "{run}");
     }
 );
+
+labtest!(
+    /// The blackhole of the first test behind a gateway that clamps the TCP MSS to 1360 (the
+    /// usual fix, iptables TCPMSS): a 1500-byte echo still vanishes, but every TCP connection
+    /// fits the path. PathMTU warns and names the clamp instead of failing the join (exit 0),
+    /// and a 1 MiB read crosses.
+    etcd_a_blackhole_behind_an_mss_clamp_warns_and_large_values_cross,
+    lab(),
+    |env| {
+        let m2 = env.host("m2").clone();
+        env.lab().net().set_link(
+            env.joiner(),
+            &m2,
+            Impairment::delay(Duration::from_millis(1))
+                .with_mtu(1400, false)
+                .with_mss(1360),
+        );
+        let run = preflight(&env);
+        assert_eq!(run.code, 0, "{run}");
+        let line = pmtu_line(&run, "WARNING", &m2.addr().to_string());
+        let mtu = mtu_after(line, "ICMP echoes above ");
+        assert!((1380..=1400).contains(&mtu), "MTU {mtu}: {line}");
+        assert!(line.contains("clamps the TCP MSS"), "{line}");
+        let crossed = large_value_crosses_to_the_joiner(&env).expect("a 1 MiB read crosses");
+        assert!(crossed > 1 << 20, "read {crossed} bytes");
+    }
+);
+
+labtest!(
+    /// Jitter is not a blackhole. Sweep 4 saw a 50 ms path with 30 ms of jitter each way called
+    /// a PMTU blackhole in one run of three: replies held back past a round's window counted as
+    /// lost, and a later round ignored them. Now a late reply counts in any round, and a size is
+    /// lost only after a second of waiting. Three preflights, nine hosts probed: no PathMTU
+    /// finding.
+    jitter_is_not_a_path_mtu_blackhole,
+    crate::lab().members(3),
+    |env| {
+        for m in ["m1", "m2", "m3"] {
+            let m = env.host(m).clone();
+            env.lab().net().set_link(
+                env.joiner(),
+                &m,
+                Impairment::delay(Duration::from_millis(25)).with_jitter(Duration::from_millis(30)),
+            );
+        }
+        for _ in 0..3 {
+            let run = preflight(&env);
+            assert!(!run.stdout.contains("PathMTU"), "{run}");
+        }
+    }
+);

@@ -253,6 +253,117 @@ fn an_unreachable_target_ends_within_timeout_with_the_hops_it_saw() {
     );
 }
 
+/// `--size` with a 1,400-byte link between r1 and r2 that answers "fragmentation needed", as a
+/// router does: the MTU column shows 1400 at hop 2, later probes shrink to it, and nothing of
+/// the resizing counts as loss.
+#[test]
+fn sized_trace_shows_where_the_path_mtu_drops() {
+    let _s = serial();
+    let lab = three_hops(11);
+    lab.net().set_link(
+        lab.host("r1"),
+        lab.host("r2"),
+        Impairment::none().with_mtu(1400, true),
+    );
+    let m1 = addr(&lab, "m1");
+    let args = [&m1, "--size", "1500", "-c", "3", "--interval", "200ms"];
+    let run = trace(&lab, &[&args[..], &["-o", "json"]].concat());
+    assert_eq!(run.code, 0, "reached, every probe answered: {run}");
+    crate::schema::assert_valid("trace", &run);
+    let v = run.json();
+    assert_eq!(
+        (v["reached"].as_bool(), v["size"].as_u64()),
+        (Some(true), Some(1500))
+    );
+    assert_eq!(v["pathMtu"], 1400, "{run}");
+    let hops = v["hops"].as_array().expect("hops");
+    assert_eq!(hops.len(), 3, "{run}");
+    assert!(
+        hops[0].get("mtu").is_none(),
+        "hop 1's link carries 1500: {run}"
+    );
+    assert_eq!(hops[1]["mtu"], 1400, "{run}");
+    assert_eq!(hops[1]["mtuFrom"], addr(&lab, "r2"), "{run}");
+    for h in hops {
+        assert_eq!(
+            (h["sent"].as_u64(), h["received"].as_u64()),
+            (Some(3), Some(3)),
+            "{run}"
+        );
+    }
+    let run = trace(&lab, &args);
+    assert_eq!(run.code, 0, "{run}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("[trace] Trace to {m1} with ICMP echo of 1500 bytes (DF set), 3 cycles:"),
+        "{run}"
+    );
+    assert!(lines[1].ends_with("JTTR    MTU"), "{run}");
+    assert!(lines[3].ends_with(" 1400"), "{run}");
+    assert!(
+        run.stdout.contains(&format!(
+            "[trace] the path MTU drops to 1400 bytes at hop 2 ({})",
+            addr(&lab, "r2")
+        )),
+        "{run}"
+    );
+}
+
+/// The same link dropping larger packets silently (a firewall eats the ICMP): small probes
+/// reach m1; 1,500-byte ones go dark after r1, and the report says what that can mean. A
+/// `--size` the interface cannot send is refused with exit 2.
+#[test]
+fn sized_trace_goes_dark_past_a_silent_mtu_drop() {
+    let _s = serial();
+    let lab = three_hops(12);
+    lab.net().set_link(
+        lab.host("r1"),
+        lab.host("r2"),
+        Impairment::none().with_mtu(1400, false),
+    );
+    let m1 = addr(&lab, "m1");
+    let small = trace(&lab, &[&m1, "-c", "2", "--interval", "200ms"]);
+    assert_eq!(small.code, 0, "small probes cross: {small}");
+    let run = trace(
+        &lab,
+        &[
+            &m1,
+            "--size",
+            "1500",
+            "-c",
+            "2",
+            "--interval",
+            "200ms",
+            "--probe-timeout",
+            "500ms",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    let v = run.json();
+    assert_eq!(v["reached"], false, "{run}");
+    assert!(v.get("pathMtu").is_none(), "no router said so: {run}");
+    let hops = v["hops"].as_array().expect("hops");
+    assert_eq!(hops[0]["address"], addr(&lab, "r1"), "{run}");
+    assert_eq!(hops[0]["received"], 2, "{run}");
+    assert!(hops[1]["address"].is_null(), "dark past r1: {run}");
+    let findings = v["findings"].to_string();
+    assert!(
+        findings.contains("probes were 1500 bytes with DF set")
+            && findings.contains("a path MTU blackhole"),
+        "{run}"
+    );
+
+    let too_big = trace(&lab, &[&m1, "--size", "9000"]);
+    assert_eq!(too_big.code, 2, "{too_big}");
+    assert!(
+        too_big.stderr.contains("--size 9000") && too_big.stderr.contains("give at most"),
+        "{too_big}"
+    );
+}
+
 #[test]
 fn etcd_tcp_trace_reaches_the_peer_port_of_a_real_member() {
     let _s = serial();
