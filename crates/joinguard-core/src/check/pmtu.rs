@@ -108,7 +108,9 @@ fn combine(head: &str, icmp: Option<Judged>, tcp: Option<&FullSize>) -> Option<J
                  needed\", but TCP fits the path: {crossed}. The path clamps the TCP MSS, so the \
                  join's TCP traffic (the learner's snapshot, large reads, the kubeadm-certs \
                  Secret) crosses; larger packets of other protocols (ICMP, an overlay's UDP) \
-                 still vanish. To fix that too: {FIXES}",
+                 still vanish. To fix that too: set this node's interface MTU (and the \
+                 members') to the path MTU, or let ICMP type 3 code 4 (\"fragmentation \
+                 needed\") through the firewalls",
                 measured.map_or("the largest answered".to_string(), |m| format!("{m:.0}"))
             ),
             measured,
