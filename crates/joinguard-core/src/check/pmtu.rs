@@ -48,16 +48,14 @@ impl Checker {
                 let target = i.map(|(t, _)| t).or(t.map(|(t, _)| t))?;
                 let head = format!("{} ({})", describe(target), target.host);
                 let by_icmp = match i.map(|(_, r)| r) {
-                    Some(Ok(p)) => judge(&head, p),
-                    Some(Err(e)) => Some((
-                        Status::Warning,
-                        format!("{head}: path MTU not measured ({e})"),
-                        None,
-                    )),
-                    None => None,
+                    Some(Ok(p)) => judge(&head, p).map_or(Icmp::None, Icmp::Judged),
+                    Some(Err(e)) => {
+                        Icmp::NotMeasured(format!("{head}: path MTU not measured ({e})"))
+                    }
+                    None => Icmp::None,
                 };
                 let exchange = t.and_then(|(_, r)| r.as_ref().ok());
-                let (status, message, measured) = combine(&head, by_icmp, exchange)?;
+                let (status, message, measured) = combine(&head, &target.host, by_icmp, exchange)?;
                 Some(CheckResult {
                     name: CheckName::PathMtu,
                     target: target.endpoint.clone(),
@@ -75,10 +73,24 @@ impl Checker {
 
 type Judged = (Status, String, Option<f64>);
 
-/// The ICMP judgement (if any) with the TCP exchange's evidence (if any).
-fn combine(head: &str, icmp: Option<Judged>, tcp: Option<&FullSize>) -> Option<Judged> {
+/// What the ICMP side said about a host.
+enum Icmp {
+    /// Judged from the echoes.
+    Judged(Judged),
+    /// The probe could not run (the message says why).
+    NotMeasured(String),
+    /// No result: no probe, or no echo of any size answered.
+    None,
+}
+
+/// The ICMP judgement with the TCP exchange's evidence (if any) for `host`.
+fn combine(head: &str, host: &str, icmp: Icmp, tcp: Option<&FullSize>) -> Option<Judged> {
     let Some(x) = tcp else {
-        return icmp;
+        return match icmp {
+            Icmp::Judged(j) => Some(j),
+            Icmp::NotMeasured(message) => Some((Status::Warning, message, None)),
+            Icmp::None => None,
+        };
     };
     let req = x.request_bytes;
     let inbound = if x.inbound_full() {
@@ -101,7 +113,7 @@ fn combine(head: &str, icmp: Option<Judged>, tcp: Option<&FullSize>) -> Option<J
     );
     Some(match (icmp, x.outbound_ok()) {
         // ICMP saw a blackhole, TCP crossed: the path clamps the MSS (the usual fix).
-        (Some((Status::Error, _, measured)), true) => (
+        (Icmp::Judged((Status::Error, _, measured)), true) => (
             Status::Warning,
             format!(
                 "{head}: ICMP echoes above {} bytes are dropped without \"fragmentation \
@@ -115,48 +127,44 @@ fn combine(head: &str, icmp: Option<Judged>, tcp: Option<&FullSize>) -> Option<J
             ),
             measured,
         ),
-        (Some((Status::Error, message, measured)), false) => (
+        (Icmp::Judged((Status::Error, message, measured)), false) => (
             Status::Error,
             format!("{message} On TCP too: {lost}."),
             measured,
         ),
-        // ICMP found nothing wrong; keep its word, unless TCP could not carry a large request.
-        (Some((status @ (Status::Ok | Status::Warning), message, measured)), true) => {
-            if status == Status::Ok || measured.is_some() {
-                (status, message, measured)
-            } else {
-                // ICMP was not measured: TCP judges.
-                (
-                    Status::Ok,
-                    format!("{head}: full-size TCP segments cross: {crossed} ({message})"),
-                    None,
-                )
-            }
-        }
-        (Some((Status::Ok, _, measured)), false) => (
+        // ICMP found nothing wrong and TCP crossed: ICMP's word stands.
+        (Icmp::Judged(j), true) => j,
+        (Icmp::Judged((Status::Ok, _, measured)), false) => (
             Status::Warning,
             format!(
                 "{head}: full-size ICMP echoes cross, but {lost}: full-size TCP segments toward \
                  this member may vanish (a middlebox that treats TCP differently), or the member \
-                 is slow to answer. `joinguard trace {} --protocol tcp --port 2380 --size 1500` \
-                 shows where large SYNs stop",
-                host_only(head)
+                 is slow to answer. `joinguard trace {host} --protocol tcp --port 2380 --size \
+                 1500` shows where large SYNs stop"
             ),
             measured,
         ),
-        (Some((_, message, measured)), false) => (
+        (Icmp::Judged((_, message, measured)), false) => (
             Status::Warning,
             format!("{message}. On TCP: {lost}"),
             measured,
         ),
-        (Some(other), true) => other,
+        // ICMP did not run: TCP judges.
+        (Icmp::NotMeasured(message), true) => (
+            Status::Ok,
+            format!("{head}: full-size TCP segments cross: {crossed} ({message})"),
+            None,
+        ),
+        (Icmp::NotMeasured(message), false) => {
+            (Status::Warning, format!("{message}. On TCP: {lost}"), None)
+        }
         // No ICMP result (no privilege, or no echo answered at any size): TCP alone.
-        (None, true) => (
+        (Icmp::None, true) => (
             Status::Ok,
             format!("{head}: full-size TCP segments cross: {crossed}"),
             None,
         ),
-        (None, false) => (
+        (Icmp::None, false) => (
             Status::Warning,
             format!(
                 "{head}: {lost}: full-size segments toward this member may vanish (a path MTU \
@@ -166,12 +174,6 @@ fn combine(head: &str, icmp: Option<Judged>, tcp: Option<&FullSize>) -> Option<J
             None,
         ),
     })
-}
-
-/// The host in a `... (host)` head.
-fn host_only(head: &str) -> &str {
-    head.rsplit_once('(')
-        .map_or(head, |(_, h)| h.trim_end_matches(')'))
 }
 
 fn judge(head: &str, p: &PathMtu) -> Option<(Status, String, Option<f64>)> {

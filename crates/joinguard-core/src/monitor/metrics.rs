@@ -291,32 +291,12 @@ impl Metrics {
     /// Sets the path MTU of a host (under its target's name), or removes the series when the
     /// last round measured none.
     pub fn set_path_mtu(&self, target: &str, bytes: Option<u16>) {
-        let labels = TargetLabels {
-            target: target.to_string(),
-        };
-        match bytes {
-            Some(b) => {
-                self.path_mtu.get_or_create(&labels).set(i64::from(b));
-            }
-            None => {
-                self.path_mtu.remove(&labels);
-            }
-        }
+        set_or_remove(&self.path_mtu, target, bytes.map(i64::from));
     }
 
     /// Sets the TCP MSS toward a member's peer port, or removes the series.
     pub fn set_tcp_mss(&self, target: &str, bytes: Option<u32>) {
-        let labels = TargetLabels {
-            target: target.to_string(),
-        };
-        match bytes {
-            Some(b) => {
-                self.tcp_mss.get_or_create(&labels).set(i64::from(b));
-            }
-            None => {
-                self.tcp_mss.remove(&labels);
-            }
-        }
+        set_or_remove(&self.tcp_mss, target, bytes.map(i64::from));
     }
 
     /// Removes every series of a target that is no longer probed.
@@ -397,6 +377,21 @@ impl Metrics {
     /// The exposition in Prometheus text 0.0.4, derived from the OpenMetrics text.
     pub fn prometheus_text(&self) -> String {
         to_prometheus_text(&self.openmetrics())
+    }
+}
+
+/// Sets a per-target gauge, or removes its series when there is no value.
+fn set_or_remove(family: &Family<TargetLabels, Gauge>, target: &str, value: Option<i64>) {
+    let labels = TargetLabels {
+        target: target.to_string(),
+    };
+    match value {
+        Some(v) => {
+            family.get_or_create(&labels).set(v);
+        }
+        None => {
+            family.remove(&labels);
+        }
     }
 }
 

@@ -64,6 +64,9 @@ pub struct Shared {
     etcd_identity: bool,
     running: Mutex<BTreeMap<String, Running>>,
     path_mtu: Mutex<PathMtuState>,
+    /// Bumped whenever the probed set changes, so the path MTU loop's once-a-second look for
+    /// new hosts costs nothing while it stays the same.
+    targets_generation: std::sync::atomic::AtomicU64,
 }
 
 /// What the last path MTU round found.
@@ -239,6 +242,7 @@ pub async fn start(
         verdict: RwLock::new(Verdict::default()),
         running: Mutex::new(BTreeMap::new()),
         path_mtu: Mutex::new(PathMtuState::default()),
+        targets_generation: Default::default(),
         config,
     });
     apply_targets(&shared, planned);
@@ -348,6 +352,9 @@ fn apply_targets(shared: &Arc<Shared>, all: Vec<Planned>) {
     shared
         .metrics
         .set_target_counts(running.len(), capped, other_shards);
+    shared
+        .targets_generation
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Re-judges every window once per interval and publishes the check gauges and the verdict.
@@ -485,7 +492,17 @@ async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
     let mut probed_icmp: std::collections::BTreeSet<String> = Default::default();
     let mut probed_tcp: std::collections::BTreeSet<String> = Default::default();
     let every = shared.config.path_mtu_interval;
+    let mut seen_generation = None;
     loop {
+        let full = last_full.is_none_or(|t| t.elapsed() >= every);
+        let generation = shared
+            .targets_generation
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if !full && seen_generation == Some(generation) {
+            tokio::time::sleep(every.min(Duration::from_secs(1))).await;
+            continue;
+        }
+        seen_generation = Some(generation);
         // Per host: (the first target's name, it), and its etcd peer target if there is one.
         let mut hosts: BTreeMap<String, (String, Target)> = BTreeMap::new();
         let mut peers: BTreeMap<String, (String, Target)> = BTreeMap::new();
@@ -502,7 +519,7 @@ async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
                 }
             }
         }
-        if last_full.is_none_or(|t| t.elapsed() >= every) {
+        if full {
             last_full = Some(tokio::time::Instant::now());
             probed_icmp.clear();
             probed_tcp.clear();
