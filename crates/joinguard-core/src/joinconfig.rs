@@ -10,14 +10,15 @@
 //! does not read; component configs (KubeletConfiguration, KubeProxyConfiguration) are skipped.
 //!
 //! Parsing is two steps so that the YAML crate can be replaced without touching the field
-//! logic: [`yaml_documents`] turns text into [`Node`] trees (the only code that knows the YAML
-//! crate), and everything after it works on those trees. This module reads the file it is
+//! logic: [`yaml_documents`] turns text into [`Node`] trees (through [`crate::yaml`], the only
+//! code that knows the YAML crate), and everything after it works on those trees. This module reads the file it is
 //! given and nothing else; it prints nothing (warnings are returned).
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::duration::parse_go_duration;
 use crate::kubeadm::schema::{self, Node};
 
 /// kube-apiserver's default secure port (`constants.KubeAPIServerPort`).
@@ -75,45 +76,10 @@ const VERSIONS: &[&str] = &["kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"];
 /// `componentconfigs`); kubeadm join skips them without a word.
 const COMPONENT_CONFIGS: &[&str] = &["KubeletConfiguration", "KubeProxyConfiguration"];
 
-/// Splits `text` at `---` and parses each YAML document into a [`Node`]. The only function that
-/// knows the YAML crate.
+/// Splits `text` at `---` and parses each YAML document into a [`Node`] (through
+/// [`crate::yaml`], the only code that knows the YAML crate).
 pub fn yaml_documents(text: &str) -> Result<Vec<Node>, String> {
-    use serde::Deserialize;
-    fn convert(v: serde_yaml::Value) -> Node {
-        match v {
-            serde_yaml::Value::Null => Node::Null,
-            serde_yaml::Value::Bool(b) => Node::Bool(b),
-            serde_yaml::Value::Number(n) => match n.as_i64() {
-                Some(i) => Node::Int(i),
-                None => Node::Float(n.as_f64().unwrap_or(f64::NAN)),
-            },
-            serde_yaml::Value::String(s) => Node::Str(s),
-            serde_yaml::Value::Sequence(items) => {
-                Node::Seq(items.into_iter().map(convert).collect())
-            }
-            serde_yaml::Value::Mapping(m) => Node::Map(
-                m.into_iter()
-                    .map(|(k, v)| {
-                        let key = match k {
-                            serde_yaml::Value::String(s) => s,
-                            other => serde_yaml::to_string(&other)
-                                .unwrap_or_default()
-                                .trim()
-                                .to_string(),
-                        };
-                        (key, convert(v))
-                    })
-                    .collect(),
-            ),
-            serde_yaml::Value::Tagged(t) => convert(t.value),
-        }
-    }
-    let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value = serde_yaml::Value::deserialize(doc).map_err(|e| format!("not YAML ({e})"))?;
-        out.push(convert(value));
-    }
-    Ok(out)
+    crate::yaml::documents(text).map_err(|e| format!("not YAML ({e})"))
 }
 
 impl JoinConfig {
@@ -326,43 +292,6 @@ fn extract(
         discovery_timeout,
         warnings,
     })
-}
-
-/// A Go `time.Duration` string as metav1.Duration prints and parses it: `40s`, `2m0s`, `1h`,
-/// `1.5s`, `500ms`. Negative durations are refused.
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s.strip_prefix('+').unwrap_or(s);
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (num, tail) = rest.split_at(num_end);
-        let n: f64 = num.parse().ok()?;
-        let unit_end = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_end);
-        let secs = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += n * secs;
-        rest = tail;
-    }
-    Duration::try_from_secs_f64(total).ok()
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ pub mod stats;
 pub mod status;
 pub mod target;
 pub mod trace;
+pub mod yaml;
 
 // The short paths: the types a caller of the core names most.
 pub use check::{CheckName, CheckResult, IgnoreList, Status, Thresholds, Verdict};

@@ -1,8 +1,8 @@
 //! The core's layering, checked on its source: every `crate::` path in `src/` (a `use` line or an
 //! inline path) is an import of one module by another, and each must point down or sideways:
 //!
-//! 1. foundation: limits, target, key, stats, duration, notes, failure, spec, logging, and the
-//!    TLS material `probe::identity`;
+//! 1. foundation: limits, target, key, stats, duration, notes, failure, spec, logging, yaml (the
+//!    only module that names the YAML crate), and the TLS material `probe::identity`;
 //! 2. kube, kubeadm, joinconfig, retry (retry may use kube's types, not the reverse);
 //! 3. probe, sampling, check, trace (the tracer; the `trace` command itself is in the binary);
 //! 4. discovery;
@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("failure", 1),
     ("spec", 1),
     ("logging", 1),
+    ("yaml", 1),
     ("probe::identity", 1),
     ("kube", 2),
     ("kubeadm", 2),
@@ -51,11 +52,18 @@ const COMMANDS: &[(&str, &str)] = &[
 ];
 
 /// Same-layer imports that point the wrong way.
-const FORBIDDEN: &[(&str, &str, &str)] = &[(
-    "kube",
-    "retry",
-    "the Kubernetes API error types belong to kube; retry may import kube, not the reverse",
-)];
+const FORBIDDEN: &[(&str, &str, &str)] = &[
+    (
+        "kube",
+        "retry",
+        "the Kubernetes API error types belong to kube; retry may import kube, not the reverse",
+    ),
+    (
+        "kubeadm",
+        "joinconfig",
+        "kubeadm's field tables are below the JoinConfiguration reader; joinconfig imports kubeadm",
+    ),
+];
 
 /// Imports that break a rule today, each with the move that ends it. (importer, imported).
 const ALLOWED: &[(&str, &str, &str)] = &[
@@ -229,4 +237,25 @@ fn the_checker_sees_a_violation() {
     assert_eq!(layer_of("probe::tls"), Some(("probe", 3)));
     assert_eq!(command_of("preflight::report"), Some("preflight"));
     assert_eq!(command_of("learner::promote"), Some("learner"));
+}
+
+/// The YAML crate is named in `src/yaml.rs` alone, so it can be replaced in one file.
+#[test]
+fn only_the_yaml_module_names_the_yaml_crate() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let named: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("yaml.rs"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.contains("serde_saphyr") || text.contains("serde_yaml")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        named.is_empty(),
+        "files that name the YAML crate outside src/yaml.rs: {named:?}"
+    );
 }

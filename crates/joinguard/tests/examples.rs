@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use joinguard::cli::{Cli, Command};
 use joinguard_core::joinconfig::JoinConfig;
-use serde_yaml::Value;
+use joinguard_core::yaml;
+use serde_json::Value;
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
@@ -17,12 +18,8 @@ fn examples() -> PathBuf {
 
 fn docs(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-        .collect()
+    yaml::documents(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
-
-use serde::Deserialize;
 
 /// Splits a shell command line into words: quotes group, `$VAR`s stay as they are.
 fn words(line: &str) -> Vec<String> {
@@ -138,7 +135,7 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
     assert_eq!(kcp["apiVersion"], "controlplane.cluster.x-k8s.io/v1beta1");
     let spec = &kcp["spec"]["kubeadmConfigSpec"];
     let pre: Vec<&str> = spec["preKubeadmCommands"]
-        .as_sequence()
+        .as_array()
         .expect("preKubeadmCommands is a list")
         .iter()
         .map(|v| v.as_str().expect("each command is a string"))
@@ -179,12 +176,12 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
 
     // What Cluster API renders from joinConfiguration loads with joinguard's reader.
     let mut join = spec["joinConfiguration"].clone();
-    let m = join.as_mapping_mut().unwrap();
+    let m = join.as_object_mut().unwrap();
     m.insert("apiVersion".into(), "kubeadm.k8s.io/v1beta4".into());
     m.insert("kind".into(), "JoinConfiguration".into());
     m.insert(
         "discovery".into(),
-        serde_yaml::from_str(
+        yaml::from_str::<Value>(
             "bootstrapToken: {apiServerEndpoint: '10.0.0.10:6443', token: abcdef.0123456789abcdef, \
              caCertHashes: ['sha256:00']}",
         )
@@ -192,12 +189,12 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
     );
     m.insert(
         "controlPlane".into(),
-        serde_yaml::from_str("localAPIEndpoint: {advertiseAddress: 10.0.0.12, bindPort: 6443}")
+        yaml::from_str::<Value>("localAPIEndpoint: {advertiseAddress: 10.0.0.12, bindPort: 6443}")
             .unwrap(),
     );
     let dir = tempfile::tempdir().unwrap();
     let rendered = dir.path().join("kubeadm-join-config.yaml");
-    std::fs::write(&rendered, serde_yaml::to_string(&join).unwrap()).unwrap();
+    std::fs::write(&rendered, yaml::to_string(&join).unwrap()).unwrap();
     let c = JoinConfig::load(&rendered).unwrap();
     assert_eq!(
         c.node_name.as_deref(),
@@ -213,7 +210,7 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
         humantime::parse_duration(mhc["spec"]["nodeStartupTimeout"].as_str().unwrap()).unwrap();
     assert!(startup > std::time::Duration::from_secs(180));
     assert!(mhc["spec"]["selector"]["matchLabels"]
-        .as_mapping()
+        .as_object()
         .unwrap()
         .contains_key("cluster.x-k8s.io/control-plane"));
     assert_eq!(mhc["spec"]["clusterName"], "prod");

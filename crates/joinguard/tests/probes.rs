@@ -355,15 +355,15 @@ async fn https_server(p: &Pki) -> (u16, tokio::task::JoinHandle<()>) {
     use http_body_util::Full;
     use hyper::service::service_fn;
     use hyper_util::rt::TokioIo;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
     let cert_pem = std::fs::read(&p.server.0).unwrap();
     let key_pem = std::fs::read(&p.server.1).unwrap();
-    let chain: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_slice())
+    let chain: Vec<_> = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<_, _>>()
         .unwrap();
-    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .unwrap()
-        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).unwrap();
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))

@@ -11,6 +11,8 @@
 //! not-yet-valid and the wrong-SAN leaf, so the client trusts the issuer and must catch the
 //! specific fault; the self-signed one is its own issuer.
 
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -198,16 +200,15 @@ fn server_config(fault: Fault, ca: &TestCa) -> Result<Arc<rustls::ServerConfig>,
         }
         _ => ca.issue(&spec)?,
     };
-    let mut chain = rustls_pemfile::certs(&mut issued.cert_pem.as_bytes())
+    let mut chain = CertificateDer::pem_slice_iter(issued.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Pki(format!("hostile certificate: {e}")))?;
     if let Fault::BadCert(CertFault::SelfSigned) = fault {
         // Present only the leaf: its issuer is in no trust store the client has.
         chain.truncate(1);
     }
-    let key = rustls_pemfile::private_key(&mut issued.key_pem.as_bytes())
-        .map_err(|e| Error::Pki(format!("hostile key: {e}")))?
-        .ok_or_else(|| Error::Pki("hostile key: no key in PEM".into()))?;
+    let key = PrivateKeyDer::from_pem_slice(issued.key_pem.as_bytes())
+        .map_err(|e| Error::Pki(format!("hostile key: {e}")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

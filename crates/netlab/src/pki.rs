@@ -836,7 +836,8 @@ mod tests {
 
     use rustls::client::danger::ServerCertVerifier;
     use rustls::client::WebPkiServerVerifier;
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
     use rustls::server::WebPkiClientVerifier;
     use rustls::RootCertStore;
     use x509_parser::extensions::GeneralName;
@@ -850,27 +851,19 @@ mod tests {
 
     fn roots(ca: &TestCa) -> Arc<RootCertStore> {
         let mut roots = RootCertStore::empty();
-        let der = rustls_pemfile::certs(&mut ca.cert_pem().as_bytes())
-            .next()
-            .unwrap()
-            .unwrap();
+        let der = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap();
         roots.add(der).unwrap();
         Arc::new(roots)
     }
 
     fn leaf_der(leaf: &IssuedCert) -> CertificateDer<'static> {
-        rustls_pemfile::certs(&mut leaf.cert_pem.as_bytes())
-            .next()
-            .unwrap()
-            .unwrap()
+        CertificateDer::from_pem_slice(leaf.cert_pem.as_bytes()).unwrap()
     }
 
     /// The raw public key of the CA's exported key, whatever its encoding.
     fn ca_public_key(ca: &TestCa) -> Vec<u8> {
         use pkcs8::der::Decode;
-        let key = rustls_pemfile::private_key(&mut ca.key_pem().as_bytes())
-            .unwrap()
-            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(ca.key_pem().as_bytes()).unwrap();
         match key {
             rustls::pki_types::PrivateKeyDer::Pkcs1(k) => {
                 use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPublicKey};
@@ -1028,8 +1021,7 @@ mod tests {
         let leaf = ca
             .issue(&CertSpec::server("s", &[], &["localhost"]))
             .unwrap();
-        let mut r = leaf.key_pem.as_bytes();
-        let key = rustls_pemfile::private_key(&mut r).unwrap().expect("a key");
+        let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("a key");
         match ca.profile() {
             KeyProfile {
                 encoding: KeyEncoding::Pkcs8,

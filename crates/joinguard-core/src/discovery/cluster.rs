@@ -27,7 +27,7 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 use super::DiscoveryError;
-use crate::joinconfig::parse_go_duration;
+use crate::duration::parse_go_duration;
 use crate::key::PrivateKey;
 use crate::kube::ApiClient;
 use crate::retry::{self, Recorder, RetryPolicy, WakeOnConnect};
@@ -67,7 +67,7 @@ impl ClusterFacts {
             .pointer("/data/ClusterConfiguration")
             .and_then(Value::as_str)
             .ok_or("kubeadm-config has no ClusterConfiguration")?;
-        let cc: serde_yaml::Value = serde_yaml::from_str(text)
+        let cc: Value = crate::yaml::from_str(text)
             .map_err(|e| format!("ClusterConfiguration is not YAML ({e})"))?;
         let mut f = ClusterFacts {
             control_plane_endpoint: cc["controlPlaneEndpoint"]
@@ -80,7 +80,7 @@ impl ClusterFacts {
             .as_str()
             .filter(|s| !s.is_empty())
             .map(str::to_string);
-        if let Some(eps) = cc["etcd"]["external"]["endpoints"].as_sequence() {
+        if let Some(eps) = cc["etcd"]["external"]["endpoints"].as_array() {
             f.external_etcd = eps
                 .iter()
                 .filter_map(|e| e.as_str().map(str::to_string))
@@ -90,11 +90,11 @@ impl ClusterFacts {
         let args = &cc["etcd"]["local"]["extraArgs"];
         let arg = |name: &str| -> Option<String> {
             match args {
-                serde_yaml::Value::Sequence(items) => items
+                Value::Array(items) => items
                     .iter()
                     .find(|i| i["name"].as_str() == Some(name))
                     .and_then(|i| i["value"].as_str().map(str::to_string)),
-                serde_yaml::Value::Mapping(_) => args[name].as_str().map(str::to_string),
+                Value::Object(_) => args[name].as_str().map(str::to_string),
                 _ => None,
             }
         };
@@ -108,9 +108,9 @@ impl ClusterFacts {
         f.heartbeat = arg("heartbeat-interval").and_then(ms);
         f.election = arg("election-timeout").and_then(ms);
         if let Some(status) = cm.pointer("/data/ClusterStatus").and_then(Value::as_str) {
-            let s: serde_yaml::Value = serde_yaml::from_str(status)
+            let s: Value = crate::yaml::from_str(status)
                 .map_err(|e| format!("ClusterStatus is not YAML ({e})"))?;
-            if let Some(m) = s["apiEndpoints"].as_mapping() {
+            if let Some(m) = s["apiEndpoints"].as_object() {
                 f.control_plane_addresses = m
                     .values()
                     .filter_map(|e| e["advertiseAddress"].as_str().map(str::to_string))
@@ -585,7 +585,8 @@ mod tests {
         let cert = pem.parse_x509().unwrap();
         let oid = cert.signature_algorithm.algorithm.to_id_string();
         let mut roots = rustls::RootCertStore::empty();
-        for c in rustls_pemfile::certs(&mut &ca_pem[..]) {
+        use rustls_pki_types::pem::PemObject;
+        for c in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem) {
             roots.add(c.unwrap()).unwrap();
         }
         let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(

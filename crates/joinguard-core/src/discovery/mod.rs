@@ -309,7 +309,7 @@ pub fn verify_detached_jws(jws: &str, content: &str, token: &BootstrapToken) -> 
 /// target `cluster_info_jws`.
 #[doc(hidden)]
 pub fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), String> {
-    let v: serde_yaml::Value = serde_yaml::from_str(kubeconfig)
+    let v: serde_json::Value = crate::yaml::from_str(kubeconfig)
         .map_err(|e| format!("the signed kubeconfig is not YAML ({e})"))?;
     let cluster = &v["clusters"][0]["cluster"];
     let server = cluster["server"]
@@ -328,7 +328,8 @@ pub fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), String> {
 /// `pubkeypin.Hash` of every certificate in a PEM bundle.
 pub fn spki_pins(ca_pem: &[u8]) -> Result<Vec<[u8; 32]>, String> {
     let mut out = Vec::new();
-    for der in rustls_pemfile::certs(&mut &ca_pem[..]) {
+    use rustls_pki_types::pem::PemObject;
+    for der in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem) {
         let der = der.map_err(|e| format!("the cluster CA is not PEM ({e})"))?;
         let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
             .map_err(|e| format!("the cluster CA is not X.509 ({e})"))?;

@@ -133,9 +133,9 @@ struct RawUser {
     key_data: Option<String>,
     #[serde(rename = "client-key")]
     key_file: Option<PathBuf>,
-    exec: Option<serde_yaml::Value>,
+    exec: Option<serde_json::Value>,
     #[serde(rename = "auth-provider")]
-    auth_provider: Option<serde_yaml::Value>,
+    auth_provider: Option<serde_json::Value>,
     username: Option<String>,
     password: Option<String>,
 }
@@ -161,9 +161,9 @@ impl Kubeconfig {
             path: path.to_owned(),
             reason,
         };
-        let raw: RawConfig = serde_yaml::from_slice(text).map_err(|e| KubeconfigError::Parse {
+        let raw: RawConfig = crate::yaml::from_slice(text).map_err(|e| KubeconfigError::Parse {
             path: path.to_owned(),
-            // serde_yaml's message carries a location, never the secret values themselves.
+            // The YAML error names a line and column, never the secret values themselves.
             reason: e.to_string(),
         })?;
         let clusters = raw.clusters.unwrap_or_default();

@@ -70,6 +70,78 @@ impl Node {
     }
 }
 
+/// Any YAML or JSON value as a [`Node`]; mapping keys that are not strings (`6443:`, `true:`)
+/// become their text, as kubeadm's decoder (sigs.k8s.io/yaml, through JSON) sees them.
+impl<'de> serde::Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a YAML value")
+    }
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Node, E> {
+        Ok(Node::Bool(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Node, E> {
+        Ok(Node::Int(i))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Node, E> {
+        Ok(i64::try_from(u).map_or(Node::Float(u as f64), Node::Int))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Node, E> {
+        Ok(Node::Float(f))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Node, E> {
+        Ok(Node::Str(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Node, E> {
+        Ok(Node::Str(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Node::Seq(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries = Vec::new();
+        while let Some((key, value)) = map.next_entry::<Node, Node>()? {
+            let key = match key {
+                Node::Str(s) => s,
+                Node::Null => "null".to_string(),
+                Node::Bool(b) => b.to_string(),
+                Node::Int(i) => i.to_string(),
+                Node::Float(f) => f.to_string(),
+                other => {
+                    return Err(serde::de::Error::custom(format!(
+                        "a mapping key is {}, not a scalar",
+                        other.type_name()
+                    )))
+                }
+            };
+            entries.push((key, value));
+        }
+        Ok(Node::Map(entries))
+    }
+}
+
 /// The shape of a field's value.
 #[derive(Clone, Copy, Debug)]
 pub enum Shape {
@@ -454,7 +526,7 @@ fn walk(node: &Node, shape: &'static Shape, path: &str, out: &mut Findings) {
         (Shape::Bool, _) => mismatch("true or false", out),
         (Shape::Int, _) => mismatch("an integer", out),
         (Shape::Duration, Node::Str(s)) => {
-            if crate::joinconfig::parse_go_duration(s).is_none() {
+            if crate::duration::parse_go_duration(s).is_none() {
                 out.errors
                     .push(format!("{path}: {s:?} is not a duration like 40s or 2m0s"));
             }

@@ -33,7 +33,7 @@ pub enum ConfigError {
         path: String,
         source: std::io::Error,
     },
-    /// serde_yaml's message names the field and the line (`unknown field `intervall`, expected
+    /// The YAML crate's message names the field and the line (`unknown field `intervall`, expected
     /// one of ...`).
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
@@ -179,7 +179,7 @@ impl MonitorConfig {
         let raw: RawConfig = if text.trim().is_empty() {
             RawConfig::default()
         } else {
-            serde_yaml::from_str(text).map_err(|e| ConfigError::Parse {
+            crate::yaml::from_str(text).map_err(|e| ConfigError::Parse {
                 path: path.to_string(),
                 message: e.to_string(),
             })?

@@ -9,13 +9,13 @@
 //! certificate only.
 
 use std::fmt;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, RootCertStore};
+use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 use zeroize::Zeroizing;
 
@@ -387,6 +387,16 @@ fn read_file(flag: TlsFlag, path: &Path) -> Result<Vec<u8>, IdentityError> {
     })
 }
 
+/// Any PEM section, of whatever kind: a file of the wrong kind (a key given as a certificate)
+/// is then told apart from a file that is not PEM at all.
+struct PemSection(SectionKind, Vec<u8>);
+
+impl PemObject for PemSection {
+    fn from_pem(kind: SectionKind, der: Vec<u8>) -> Option<Self> {
+        Some(PemSection(kind, der))
+    }
+}
+
 fn parse_certs(
     flag: TlsFlag,
     path: &Path,
@@ -395,7 +405,7 @@ fn parse_certs(
 ) -> Result<Vec<CertificateDer<'static>>, IdentityError> {
     let mut certs = Vec::new();
     let mut items = 0usize;
-    for item in rustls_pemfile::read_all(&mut BufReader::new(pem)) {
+    for item in PemSection::pem_slice_iter(pem) {
         let item = item.map_err(|e| IdentityError::NotPem {
             flag,
             path: path.to_owned(),
@@ -403,8 +413,8 @@ fn parse_certs(
             expected,
         })?;
         items += 1;
-        if let rustls_pemfile::Item::X509Certificate(der) = item {
-            certs.push(der);
+        if item.0 == SectionKind::Certificate {
+            certs.push(CertificateDer::from(item.1));
         }
     }
     if items == 0 {

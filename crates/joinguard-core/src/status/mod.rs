@@ -517,20 +517,19 @@ pub fn set_api_endpoint(
         .pointer("/data/ClusterStatus")
         .and_then(Value::as_str)
         .ok_or_else(|| bad("the ClusterStatus key is gone".into()))?;
-    let mut status: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|e| bad(format!("ClusterStatus is not YAML ({e})")))?;
-    let want: serde_yaml::Value = serde_yaml::to_value(endpoint).map_err(|e| bad(e.to_string()))?;
+    let mut status: Value =
+        crate::yaml::from_str(text).map_err(|e| bad(format!("ClusterStatus is not YAML ({e})")))?;
+    let want = endpoint.clone();
     let map = status
         .get_mut("apiEndpoints")
-        .and_then(serde_yaml::Value::as_mapping_mut)
+        .and_then(Value::as_object_mut)
         // kubeadm's mutator errors on a nil map too: the object is not what kubeadm wrote.
         .ok_or_else(|| bad("ClusterStatus has no apiEndpoints map".into()))?;
-    let key = serde_yaml::Value::String(node.to_string());
-    if map.get(&key) == Some(&want) {
+    if map.get(node) == Some(&want) {
         return Ok(Changed::No);
     }
-    map.insert(key, want);
-    let text = serde_yaml::to_string(&status).map_err(|e| bad(e.to_string()))?;
+    map.insert(node.to_string(), want);
+    let text = crate::yaml::to_string(&status).map_err(|e| bad(e.to_string()))?;
     cm["data"]["ClusterStatus"] = Value::String(text);
     Ok(Changed::Yes)
 }
@@ -584,8 +583,7 @@ mod tests {
         let mut c = cm(STATUS);
         let ep = json!({"advertiseAddress": "10.0.0.12", "bindPort": 6443});
         assert_eq!(set_api_endpoint(&mut c, "cp-2", &ep).unwrap(), Changed::Yes);
-        let s: serde_yaml::Value =
-            serde_yaml::from_str(c["data"]["ClusterStatus"].as_str().unwrap()).unwrap();
+        let s: Value = crate::yaml::from_str(c["data"]["ClusterStatus"].as_str().unwrap()).unwrap();
         assert_eq!(s["apiEndpoints"]["cp-1"]["advertiseAddress"], "10.0.0.11");
         assert_eq!(s["apiEndpoints"]["cp-2"]["advertiseAddress"], "10.0.0.12");
         assert_eq!(s["kind"], "ClusterStatus");

@@ -44,7 +44,7 @@ trait StatusLab {
     /// Reads an object with the real kubectl in the joiner; panics unless kubectl succeeds.
     fn kubectl_json(&self, args: &[&str]) -> Value;
     /// The ClusterStatus apiEndpoints, as kubectl reads them.
-    fn api_endpoints(&self) -> serde_yaml::Mapping;
+    fn api_endpoints(&self) -> serde_json::Map<String, serde_json::Value>;
 }
 
 impl StatusLab for LabEnv {
@@ -71,13 +71,14 @@ impl StatusLab for LabEnv {
         run.json()
     }
 
-    fn api_endpoints(&self) -> serde_yaml::Mapping {
+    fn api_endpoints(&self) -> serde_json::Map<String, serde_json::Value> {
         let cm = self.kubectl_json(&["-n", "kube-system", "get", "configmap", "kubeadm-config"]);
-        let status: serde_yaml::Value =
-            serde_yaml::from_str(cm["data"]["ClusterStatus"].as_str().expect("ClusterStatus"))
-                .expect("ClusterStatus YAML");
+        let status: serde_json::Value = joinguard_core::yaml::from_str(
+            cm["data"]["ClusterStatus"].as_str().expect("ClusterStatus"),
+        )
+        .expect("ClusterStatus YAML");
         status["apiEndpoints"]
-            .as_mapping()
+            .as_object()
             .expect("apiEndpoints map")
             .clone()
     }
@@ -130,13 +131,10 @@ labtest!(
 
         let eps = env.api_endpoints();
         assert_eq!(eps.len(), 2, "{eps:?}");
+        assert_eq!(eps["cp-1"]["advertiseAddress"], "198.18.0.10");
         assert_eq!(
-            eps[&serde_yaml::Value::from("cp-1")]["advertiseAddress"],
-            "198.18.0.10"
-        );
-        assert_eq!(
-            eps[&serde_yaml::Value::from("cp-2")]["advertiseAddress"],
-            serde_yaml::Value::from(address_of("cp-2"))
+            eps["cp-2"]["advertiseAddress"],
+            serde_json::Value::from(address_of("cp-2"))
         );
         let after = env.kubectl_json(&["-n", "kube-system", "get", "configmap", "kubeadm-config"]);
         assert_eq!(
@@ -278,9 +276,7 @@ labtest!(
             eprintln!(
             "{blackout:?} blackout: done {after_restore:?} after restore, {failed} failed attempts"
         );
-            assert!(env
-                .api_endpoints()
-                .contains_key(serde_yaml::Value::from(node.as_str())));
+            assert!(env.api_endpoints().contains_key(node.as_str()));
         }
     }
 );
@@ -336,9 +332,7 @@ labtest!(
             .filter(|a| a["reason"] == "service-unavailable")
             .count();
         assert_eq!(unavailable, 5, "{run}");
-        assert!(env
-            .api_endpoints()
-            .contains_key(serde_yaml::Value::from("cp-2")));
+        assert!(env.api_endpoints().contains_key("cp-2"));
 
         // 429 with Retry-After: 2: the next attempt is not sooner than 2 s.
         faults.clear();
@@ -389,9 +383,7 @@ labtest!(
             Duration::ZERO,
         );
         assert_eq!(run.code, 0, "{run}");
-        assert!(env
-            .api_endpoints()
-            .contains_key(serde_yaml::Value::from("cp-2")));
+        assert!(env.api_endpoints().contains_key("cp-2"));
     }
 );
 
@@ -499,7 +491,7 @@ labtest!(
         let eps = env.api_endpoints();
         for i in 1..22 {
             assert!(
-                eps.contains_key(serde_yaml::Value::from(format!("cp-{i}"))),
+                eps.contains_key(&format!("cp-{i}")),
                 "cp-{i} missing from {eps:?}"
             );
         }
@@ -618,8 +610,6 @@ labtest!(
                     .all(|u| u.as_deref() == Some("kubernetes-admin")),
             "every call authenticated by the certificate: {users:?}"
         );
-        assert!(env
-            .api_endpoints()
-            .contains_key(serde_yaml::Value::from("cp-2")));
+        assert!(env.api_endpoints().contains_key("cp-2"));
     }
 );

@@ -9,6 +9,8 @@
 //! pin (`pubkeypin.Hash`). It must not be used to check joinguard's own implementation of these
 //! formats against itself: tests recompute them independently.
 
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::time::{Duration, SystemTime};
@@ -318,9 +320,7 @@ pub fn detached_jws(content: &str, token_id: &str, token_secret: &str) -> String
 /// `pubkeypin.Hash`: `sha256:` and the lowercase hex SHA-256 of the first certificate's DER
 /// SubjectPublicKeyInfo.
 pub fn ca_pin(cert_pem: &str) -> Result<String, Error> {
-    let der = rustls_pemfile::certs(&mut cert_pem.as_bytes())
-        .next()
-        .ok_or_else(|| Error::Fixture("CA pin: no certificate in PEM".into()))?
+    let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
         .map_err(|e| Error::Fixture(format!("CA pin: PEM: {e}")))?;
     let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
         .map_err(|e| Error::Fixture(format!("CA pin: certificate: {e}")))?;

@@ -36,6 +36,8 @@ mod store;
 mod time;
 mod verbs;
 
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::convert::Infallible;
 use std::fmt;
 use std::io;
@@ -571,15 +573,14 @@ fn tls_config(
     key_pem: &str,
     client_ca_pem: &str,
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
-    let certs = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+    let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Tls(format!("serving certificate: {e}")))?;
-    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-        .map_err(|e| Error::Tls(format!("serving key: {e}")))?
-        .ok_or_else(|| Error::Tls("serving key: no key in PEM".into()))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+        .map_err(|e| Error::Tls(format!("serving key: {e}")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut client_ca_pem.as_bytes()) {
+    for c in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
         let c = c.map_err(|e| Error::Tls(format!("client CA: {e}")))?;
         roots
             .add(c)
