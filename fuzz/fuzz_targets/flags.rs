@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = joinguard::cli::parse_duration(s);
-    let _ = joinguard_core::joinconfig::parse_go_duration(s);
+    let _ = joinguard_core::duration::parse_go_duration(s);
     if let Err(e) = joinguard_core::discovery::BootstrapToken::parse(s) {
         // The error must not depend on the value at all (so it cannot repeat any of it). Not
         // "does not contain the input": the message's own example token contains many inputs
