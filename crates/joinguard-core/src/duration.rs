@@ -3,10 +3,21 @@
 
 use std::time::Duration;
 
+/// A duration that could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`{text}` is not a duration like 100ms, 30s or 5m ({source})")]
+pub struct DurationError {
+    pub text: String,
+    #[source]
+    pub source: humantime::DurationError,
+}
+
 /// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration like 100ms, 30s or 5m ({e})"))
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    humantime::parse_duration(s).map_err(|source| DurationError {
+        text: s.to_string(),
+        source,
+    })
 }
 
 /// A Go `time.Duration` string as metav1.Duration prints and parses it: `40s`, `2m0s`, `1h`,

@@ -78,8 +78,20 @@ const COMPONENT_CONFIGS: &[&str] = &["KubeletConfiguration", "KubeProxyConfigura
 
 /// Splits `text` at `---` and parses each YAML document into a [`Node`] (through
 /// [`crate::yaml`], the only code that knows the YAML crate).
-pub fn yaml_documents(text: &str) -> Result<Vec<Node>, String> {
-    crate::yaml::documents(text).map_err(|e| format!("not YAML ({e})"))
+pub fn yaml_documents(text: &str) -> Result<Vec<Node>, crate::yaml::YamlError> {
+    crate::yaml::documents(text)
+}
+
+/// A JoinConfiguration whose fields have the right types but cannot be used together or as
+/// values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("discovery.bootstrapToken and discovery.file are mutually exclusive")]
+    BothDiscoveries,
+    #[error("controlPlane.localAPIEndpoint.advertiseAddress {0:?} is not an IP address")]
+    AdvertiseAddress(String),
+    #[error("controlPlane.localAPIEndpoint.bindPort {0} is not a port (1-65535)")]
+    BindPort(i64),
 }
 
 impl JoinConfig {
@@ -103,7 +115,7 @@ impl JoinConfig {
             path: path.to_owned(),
             reason,
         };
-        let docs = yaml_documents(text).map_err(invalid)?;
+        let docs = yaml_documents(text).map_err(|e| invalid(format!("not YAML ({e})")))?;
         let mut kinds = Vec::new();
         let mut warnings = Vec::new();
         let mut join: Option<(String, Node)> = None;
@@ -195,7 +207,7 @@ impl JoinConfig {
             })
             .collect();
         own.extend(warnings);
-        extract(&doc, api_version, v1beta4, own).map_err(invalid)
+        extract(&doc, api_version, v1beta4, own).map_err(|e| invalid(e.to_string()))
     }
 }
 
@@ -229,39 +241,38 @@ fn extract(
     api_version: String,
     v1beta4: bool,
     warnings: Vec<String>,
-) -> Result<JoinConfig, String> {
+) -> Result<JoinConfig, FieldError> {
     let bt = ["discovery", "bootstrapToken"];
     let has_bootstrap = !matches!(doc.at(&bt), None | Some(Node::Null));
     let discovery_file = text_at(doc, &["discovery", "file", "kubeConfigPath"]);
     if discovery_file.is_some() && has_bootstrap {
-        return Err("discovery.bootstrapToken and discovery.file are mutually exclusive".into());
+        return Err(FieldError::BothDiscoveries);
     }
     // A null or absent `controlPlane` is Go's nil pointer: a worker join.
-    let local_api_endpoint =
-        match doc.get("controlPlane") {
-            Some(Node::Map(_)) => {
-                let addr = match text_at(
-                    doc,
-                    &["controlPlane", "localAPIEndpoint", "advertiseAddress"],
-                ) {
-                    None => None,
-                    Some(a) => Some(a.parse::<IpAddr>().map_err(|_| {
-                        format!(
-                        "controlPlane.localAPIEndpoint.advertiseAddress {a:?} is not an IP address"
-                    )
-                    })?),
-                };
-                let port = match doc.at(&["controlPlane", "localAPIEndpoint", "bindPort"]) {
+    let local_api_endpoint = match doc.get("controlPlane") {
+        Some(Node::Map(_)) => {
+            let addr = match text_at(
+                doc,
+                &["controlPlane", "localAPIEndpoint", "advertiseAddress"],
+            ) {
+                None => None,
+                Some(a) => Some(
+                    a.parse::<IpAddr>()
+                        .map_err(|_| FieldError::AdvertiseAddress(a.clone()))?,
+                ),
+            };
+            let port = match doc.at(&["controlPlane", "localAPIEndpoint", "bindPort"]) {
                 Some(Node::Int(0)) | None | Some(Node::Null) => DEFAULT_BIND_PORT,
-                Some(Node::Int(p)) => u16::try_from(*p).ok().filter(|p| *p > 0).ok_or_else(|| {
-                    format!("controlPlane.localAPIEndpoint.bindPort {p} is not a port (1-65535)")
-                })?,
+                Some(Node::Int(p)) => u16::try_from(*p)
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or(FieldError::BindPort(*p))?,
                 Some(_) => DEFAULT_BIND_PORT,
             };
-                Some((addr, port))
-            }
-            _ => None,
-        };
+            Some((addr, port))
+        }
+        _ => None,
+    };
     let unsafe_skip = matches!(
         doc.at(&["discovery", "bootstrapToken", "unsafeSkipCAVerification"]),
         Some(Node::Bool(true))

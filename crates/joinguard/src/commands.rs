@@ -128,7 +128,7 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> u8 {
 pub fn update_status(rt: &Runtime, spec: StatusSpec) -> u8 {
     let input = match StatusInput::from_args(&spec, &Stderr) {
         Ok(i) => i,
-        Err(e) => return stopped("update-status", &Stopped::Invalid(e)),
+        Err(e) => return stopped("update-status", &Stopped::Invalid(e.to_string())),
     };
     let recorder = Recorder::new();
     let run = rt.block_on(status::update_status(&input, &recorder));
@@ -152,7 +152,7 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> u8 {
 pub fn trace(rt: &Runtime, request: TraceRequest) -> u8 {
     let spec = match rt.block_on(spec_from_request(&request)) {
         Ok(s) => s,
-        Err(e) => return stopped("trace", &Stopped::Invalid(e)),
+        Err(e) => return stopped("trace", &Stopped::Invalid(e.to_string())),
     };
     say(&format!(
         "[trace] tracing {} with {} probes{}{}: {} cycles {} apart, up to {} hops (ends within {})",

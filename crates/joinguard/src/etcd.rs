@@ -80,7 +80,7 @@ fn load_identity(cert: &Path, key: &Path) -> Result<ClientIdentity, String> {
 fn error_code(e: &LearnerError) -> u8 {
     match e {
         LearnerError::Invalid(_) => exit::INVALID_INPUT,
-        e if e.is_trust() => exit::TRUST_FAILURE,
+        e if e.trust_failure().is_some() => exit::TRUST_FAILURE,
         _ => exit::UNFIT,
     }
 }

@@ -25,10 +25,10 @@ impl Checker {
     /// error: the join's traffic is TCP), and where ICMP could not run, the TCP exchange judges
     /// alone. A host that answered no echo and had no exchange has no result here:
     /// `PacketLoss` and the reachability checks judge it.
-    pub fn path_mtu(
+    pub fn path_mtu<E: std::fmt::Display, F>(
         &self,
-        icmp: &[(Target, Result<PathMtu, String>)],
-        tcp: &[(Target, Result<FullSize, String>)],
+        icmp: &[(Target, Result<PathMtu, E>)],
+        tcp: &[(Target, Result<FullSize, F>)],
     ) -> Vec<CheckResult> {
         let mut hosts: Vec<&str> = Vec::new();
         for t in icmp
@@ -257,8 +257,8 @@ mod tests {
         }
     }
 
-    fn one(p: Result<PathMtu, String>) -> CheckResult {
-        let mut r = Checker::default().path_mtu(&[(member(), p)], &[]);
+    fn one(p: Result<PathMtu, &str>) -> CheckResult {
+        let mut r = Checker::default().path_mtu::<_, &str>(&[(member(), p)], &[]);
         assert_eq!(r.len(), 1, "{r:?}");
         r.remove(0)
     }
@@ -303,9 +303,10 @@ mod tests {
 
     #[test]
     fn a_host_that_answers_no_echo_is_left_to_packet_loss() {
-        let none = Checker::default().path_mtu(&[(member(), Ok(found(None, Some((576, 2)))))], &[]);
+        let none = Checker::default()
+            .path_mtu::<&str, &str>(&[(member(), Ok(found(None, Some((576, 2)))))], &[]);
         assert!(none.is_empty(), "{none:?}");
-        let r = one(Err("ICMP socket: no buffer space".into()));
+        let r = one(Err("ICMP socket: no buffer space"));
         assert_eq!(r.status, Status::Warning);
         assert!(r.message.contains("not measured"), "{}", r.message);
     }
@@ -332,9 +333,9 @@ mod tests {
         }
     }
 
-    fn both(icmp: Option<Result<PathMtu, String>>, tcp: FullSize) -> CheckResult {
+    fn both(icmp: Option<Result<PathMtu, &str>>, tcp: FullSize) -> CheckResult {
         let icmp: Vec<_> = icmp.into_iter().map(|r| (member(), r)).collect();
-        let mut r = Checker::default().path_mtu(&icmp, &[(peer(), Ok(tcp))]);
+        let mut r = Checker::default().path_mtu::<_, &str>(&icmp, &[(peer(), Ok(tcp))]);
         assert_eq!(r.len(), 1, "one result per host: {r:?}");
         r.remove(0)
     }
@@ -380,7 +381,7 @@ mod tests {
             "{}",
             ok.message
         );
-        let not_measured = both(Some(Err("ICMP socket: busy".into())), exchange(1448, true));
+        let not_measured = both(Some(Err("ICMP socket: busy")), exchange(1448, true));
         assert_eq!(not_measured.status, Status::Ok, "{}", not_measured.message);
         let lost = both(None, exchange(1448, false));
         assert_eq!(lost.status, Status::Warning, "{}", lost.message);

@@ -6,7 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::cluster::{CaError, CertificateKeyError};
+use super::{PinError, TokenFormatError};
 use crate::check::{CheckNameError, IgnoreList, Thresholds};
+use crate::joinconfig::JoinConfigError;
 use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, TlsFlag};
 use crate::spec::{Output, PreflightSpec};
 use crate::target::{Target, TargetKind};
@@ -16,7 +19,7 @@ use crate::target::{Target, TargetKind};
 pub enum InputError {
     #[error("{flag} `{value}`: {reason}")]
     Flag {
-        flag: &'static str,
+        flag: String,
         value: String,
         reason: String,
     },
@@ -24,6 +27,39 @@ pub enum InputError {
     Identity(#[from] IdentityError),
     #[error("{0}")]
     Other(String),
+    /// A bootstrap token (`--token`, `--tls-bootstrap-token`, or a field of `--config`).
+    #[error("{input}: {source}")]
+    Token {
+        input: String,
+        #[source]
+        source: TokenFormatError,
+    },
+    #[error("--discovery-token-ca-cert-hash {0}")]
+    Pin(#[source] PinError),
+    #[error("--certificate-key: {0}")]
+    CertificateKey(#[source] CertificateKeyError),
+    #[error("--cert-dir: {0}")]
+    CertDir(#[source] CaError),
+    #[error(transparent)]
+    Config(#[from] JoinConfigError),
+    #[error(transparent)]
+    Mixed(#[from] crate::kubeadm::flags::MixedConfig),
+    /// The kubeconfig of file discovery (`--discovery-file`, `discovery.file.kubeConfigPath`).
+    #[error("{input}: {source}")]
+    DiscoveryFile {
+        input: String,
+        #[source]
+        source: DiscoveryFileError,
+    },
+}
+
+/// Why the kubeconfig of file discovery cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryFileError {
+    #[error(transparent)]
+    Kubeconfig(#[from] crate::kube::KubeconfigError),
+    #[error(transparent)]
+    Ca(#[from] IdentityError),
 }
 
 /// Everything a preflight run needs, validated.
@@ -222,7 +258,7 @@ fn load_ca(flag: TlsFlag, path: Option<&Path>) -> Result<Option<CaBundle>, Input
 
 fn flag_err(flag: &'static str, value: &str, reason: &str) -> InputError {
     InputError::Flag {
-        flag,
+        flag: flag.to_string(),
         value: value.to_string(),
         reason: reason.to_string(),
     }

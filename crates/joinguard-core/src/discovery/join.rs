@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::cluster::{self, ClusterFacts, EtcdMaterial};
 use super::{BootstrapToken, CaTrust, DiscoveryError};
-use crate::failure::Stopped;
+use crate::failure::{Stopped, TrustFailure, TrustFailureKind};
 use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
 use crate::kubeadm;
@@ -22,7 +22,7 @@ use crate::retry::{Recorder, RetryPolicy};
 use crate::spec::PreflightSpec;
 use crate::target::TargetKind;
 
-use super::input::{self, PreflightInput};
+use super::input::{self, DiscoveryFileError, InputError, PreflightInput};
 
 /// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
 /// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
@@ -34,8 +34,9 @@ pub async fn resolve_input(
     recorder: &Recorder,
     notes: &dyn Notes,
 ) -> Result<PreflightInput, Stopped> {
-    let line = kubeadm_join_line(&mut args, notes).map_err(Stopped::Invalid)?;
-    let mut discovery = DiscoveryInput::from_args(&args).map_err(Stopped::Invalid)?;
+    let invalid = |e: InputError| Stopped::Invalid(e.to_string());
+    let line = kubeadm_join_line(&mut args, notes).map_err(invalid)?;
+    let mut discovery = DiscoveryInput::from_args(&args).map_err(invalid)?;
     // A control-plane verdict needs the etcd paths: with no etcd input, the identity comes from
     // the shared certificates kubeadm expects on this node; without token discovery there is
     // no way to find the members at all.
@@ -45,8 +46,7 @@ pub async fn resolve_input(
             None => return Err(Stopped::Invalid(NO_ETCD_INPUT.to_string())),
         }
     }
-    let mut input =
-        PreflightInput::from_args(&args).map_err(|e| Stopped::Invalid(e.to_string()))?;
+    let mut input = PreflightInput::from_args(&args).map_err(invalid)?;
     if let Some(ca) = line.file_ca {
         input.api_ca = Some(ca);
     }
@@ -67,11 +67,13 @@ pub async fn resolve_input(
         match d.run(budget, recorder, notes).await {
             Ok(found) => found
                 .apply(&mut input, &args, want_etcd, notes)
-                .map_err(Stopped::Invalid)?,
+                .map_err(invalid)?,
             Err(e) => {
                 let message = e.to_string();
                 return Err(match e {
-                    DiscoveryError::Trust(_) => Stopped::Trust(message),
+                    DiscoveryError::Trust(t) => {
+                        Stopped::Trust(t.context("trust failure during token discovery: "))
+                    }
                     DiscoveryError::Input(_) => Stopped::Invalid(message),
                     DiscoveryError::Failed(_) => Stopped::Failed(message),
                 });
@@ -116,10 +118,10 @@ fn kubeadm_flags_given(a: &PreflightSpec) -> Vec<String> {
 /// (`ValidateMixedArguments`), the file's fields, `--token` as the default discovery and TLS
 /// bootstrap token, `--control-plane` (worker join without it), `--discovery-file`, and this
 /// node's advertise address (`newJoinData` in kubeadm's `cmd/join.go`).
-fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine, String> {
+fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine, InputError> {
     let given = kubeadm_flags_given(a);
     if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
-        return Err(e);
+        return Err(InputError::Mixed(e));
     }
     let unused: Vec<String> = given
         .iter()
@@ -148,7 +150,10 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
     let mut discovery_file = a.discovery_file.clone();
     let mut file_source = "--discovery-file".to_string();
     if let Some(tls) = &a.tls_bootstrap_token {
-        BootstrapToken::parse(tls).map_err(|e| format!("--tls-bootstrap-token: {e}"))?;
+        BootstrapToken::parse(tls).map_err(|source| InputError::Token {
+            input: "--tls-bootstrap-token".into(),
+            source,
+        })?;
     }
     if let Some(path) = a.config.clone() {
         if a.api_server_endpoint.take().is_some() {
@@ -159,7 +164,7 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
                 &mut notes,
             );
         }
-        let c = JoinConfig::load(&path).map_err(|e| e.to_string())?;
+        let c = JoinConfig::load(&path)?;
         for w in &c.warnings {
             sink.note(&format!(
                 "[preflight] WARNING: --config {}: {w}",
@@ -167,11 +172,9 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
             ));
         }
         if let Some(tls) = &c.tls_bootstrap_token {
-            BootstrapToken::parse(tls).map_err(|e| {
-                format!(
-                    "--config {}: discovery.tlsBootstrapToken: {e}",
-                    path.display()
-                )
+            BootstrapToken::parse(tls).map_err(|source| InputError::Token {
+                input: format!("--config {}: discovery.tlsBootstrapToken", path.display()),
+                source,
             })?;
         }
         a.api_server_endpoint = c.api_server_endpoint.clone();
@@ -221,28 +224,31 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
     }
     if let Some(file) = discovery_file {
         if file.starts_with("https://") || file.starts_with("http://") {
-            return Err(format!(
+            return Err(InputError::Other(format!(
                 "{file_source} {file:?}: joinguard does not fetch discovery files over the \
                  network (kubeadm fetches https:// URLs with the host's CA bundle); download the \
                  kubeconfig and pass its path"
-            ));
+            )));
         }
         if a.api_server_endpoint.is_some() {
-            return Err(format!(
+            return Err(InputError::Other(format!(
                 "{file_source} and token discovery (the API endpoint argument) are mutually \
                  exclusive, as in kubeadm (discovery.bootstrapToken and discovery.file)"
-            ));
+            )));
         }
         // With file discovery a token only serves the TLS bootstrap.
         a.token = None;
         if a.apiserver_cacert.is_none() {
             let path = std::path::PathBuf::from(&file);
-            let k = crate::kube::Kubeconfig::load(&path, None)
-                .map_err(|e| format!("{file_source}: {e}"))?;
+            let file_error = |source: DiscoveryFileError| InputError::DiscoveryFile {
+                input: file_source.clone(),
+                source,
+            };
+            let k = crate::kube::Kubeconfig::load(&path, None).map_err(|e| file_error(e.into()))?;
             a.api_server_endpoint = Some(k.server.clone());
             line.file_ca = Some(
                 CaBundle::from_pem(TlsFlag::ApiserverCacert, &path, k.ca_pem)
-                    .map_err(|e| format!("{file_source}: {e}"))?,
+                    .map_err(|e| file_error(e.into()))?,
             );
         }
     }
@@ -269,21 +275,25 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
 
 /// `addr` parsed, and one of this host's addresses: binding a UDP socket to it succeeds only
 /// then (no packet is sent). kubeadm's etcd member would advertise https://ADDR:2380.
-fn this_hosts_address(source: &str, addr: &str) -> Result<IpAddr, String> {
-    let ip: IpAddr = addr
-        .parse()
-        .map_err(|_| format!("{source} `{addr}`: not an IP address"))?;
+fn this_hosts_address(source: &str, addr: &str) -> Result<IpAddr, InputError> {
+    let bad = |reason: String| InputError::Flag {
+        flag: source.to_string(),
+        value: addr.to_string(),
+        reason,
+    };
+    let ip: IpAddr = addr.parse().map_err(|_| bad("not an IP address".into()))?;
     if ip.is_unspecified() || ip.is_loopback() {
-        return Err(format!(
-            "{source} `{addr}`: this node's etcd member and API server advertise this address to \
-             the others; give the address they reach this node on"
+        return Err(bad(
+            "this node's etcd member and API server advertise this address to the others; give \
+             the address they reach this node on"
+                .into(),
         ));
     }
     std::net::UdpSocket::bind((ip, 0)).map_err(|e| {
-        format!(
-            "{source} `{addr}`: this host has no such address ({e}); the new etcd member would \
-             advertise https://{addr}:2380 and its peers could not reach it"
-        )
+        bad(format!(
+            "this host has no such address ({e}); the new etcd member would advertise \
+             https://{addr}:2380 and its peers could not reach it"
+        ))
     })?;
     Ok(ip)
 }
@@ -309,7 +319,7 @@ struct Found {
 }
 
 impl DiscoveryInput {
-    fn from_args(a: &PreflightSpec) -> Result<Option<DiscoveryInput>, String> {
+    fn from_args(a: &PreflightSpec) -> Result<Option<DiscoveryInput>, InputError> {
         let Some(token) = &a.token else {
             let orphan = if a.certificate_key.is_some() {
                 Some("--certificate-key")
@@ -323,14 +333,17 @@ impl DiscoveryInput {
                 None
             };
             return match orphan {
-                Some(f) => Err(format!(
+                Some(f) => Err(InputError::Other(format!(
                     "{f} is part of token discovery and needs --token (or \
                      discovery.bootstrapToken.token in --config)"
-                )),
+                ))),
                 None => Ok(None),
             };
         };
-        let token = BootstrapToken::parse(token).map_err(|e| format!("--token: {e}"))?;
+        let token = BootstrapToken::parse(token).map_err(|source| InputError::Token {
+            input: "--token".into(),
+            source,
+        })?;
         // Pins that are given are checked, whatever unsafeSkipCAVerification says: kubeadm's
         // token discovery (`discovery/token/token.go`) skips the pin check only when the pin set
         // is empty.
@@ -340,24 +353,24 @@ impl DiscoveryInput {
                     .iter()
                     .map(|p| super::parse_pin(p))
                     .collect::<Result<_, _>>()
-                    .map_err(|e| format!("--discovery-token-ca-cert-hash {e}"))?,
+                    .map_err(InputError::Pin)?,
             )
         } else if a.discovery_token_unsafe_skip_ca_verification {
             CaTrust::UnsafeSkip
         } else {
-            return Err(
+            return Err(InputError::Other(
                 "--token needs --discovery-token-ca-cert-hash sha256:<hex> (or, \
                         knowingly, --discovery-token-unsafe-skip-ca-verification), as kubeadm \
                         join does"
                     .into(),
-            );
+            ));
         };
         let Some(endpoint) = a.api_server_endpoint.as_deref() else {
-            return Err(
+            return Err(InputError::Other(
                 "--token needs the API endpoint (as kubeadm join takes it: host:port, \
                         or discovery.bootstrapToken.apiServerEndpoint in --config)"
                     .into(),
-            );
+            ));
         };
         let endpoint = endpoint
             .trim_start_matches("https://")
@@ -368,13 +381,13 @@ impl DiscoveryInput {
             .as_deref()
             .map(cluster::parse_certificate_key)
             .transpose()
-            .map_err(|e| format!("--certificate-key: {e}"))?;
+            .map_err(InputError::CertificateKey)?;
         let cert_dir = a
             .cert_dir
             .as_deref()
             .map(cluster::etcd_material_from_dir)
             .transpose()
-            .map_err(|e| format!("--cert-dir: {e}"))?;
+            .map_err(InputError::CertDir)?;
         Ok(Some(DiscoveryInput {
             endpoint,
             token,
@@ -411,8 +424,12 @@ impl DiscoveryInput {
         } else {
             notes.note("[preflight] The cluster CA matches the pin and signed cluster-info");
         }
-        let unusable =
-            |e: String| DiscoveryError::Trust(format!("the discovered CA is not usable: {e}"));
+        let unusable = |e: String| {
+            DiscoveryError::Trust(TrustFailure::new(
+                TrustFailureKind::Content,
+                format!("the discovered CA is not usable: {e}"),
+            ))
+        };
         let api_ca = CaBundle::from_pem(
             TlsFlag::ApiserverCacert,
             std::path::Path::new("cluster-info"),
@@ -426,7 +443,7 @@ impl DiscoveryInput {
             tls,
             Some(self.token.expose().as_str()),
         )
-        .map_err(DiscoveryError::Failed)?;
+        .map_err(|e| DiscoveryError::Failed(e.to_string()))?;
         let read = RetryPolicy::read().with_deadline(deadline);
         let server = format!("https://{}", self.endpoint);
         let admin = |cert: &[u8], key: zeroize::Zeroizing<Vec<u8>>| {
@@ -434,11 +451,9 @@ impl DiscoveryInput {
             let id = ClientIdentity::from_pem_for(
                 (TlsFlag::Kubeconfig, src, cert.to_vec()),
                 (TlsFlag::Kubeconfig, src, key),
-            )
-            .map_err(|e| e.to_string())?;
-            let tls =
-                TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1]).map_err(|e| e.to_string())?;
-            ApiClient::with_tls(&server, tls, None)
+            )?;
+            let tls = TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1])?;
+            Ok(ApiClient::with_tls(&server, tls, None)?)
         };
         let (facts, etcd) = cluster::read_cluster(
             &client,
@@ -499,7 +514,7 @@ impl Found {
         args: &PreflightSpec,
         want_etcd: bool,
         notes: &dyn Notes,
-    ) -> Result<(), String> {
+    ) -> Result<(), InputError> {
         input.api_ca = Some(self.api_ca);
         // A worker join does not touch etcd: its members are looked up only for a control-plane
         // join or when etcd inputs were given.
@@ -522,8 +537,7 @@ impl Found {
                     TargetKind::EtcdClient,
                     2379,
                     true,
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 if !input.etcd_clients.iter().any(|o| o.endpoint == t.endpoint) {
                     input.etcd_clients.push(t);
                 }
@@ -548,17 +562,11 @@ impl Found {
         }
         if let Some(m) = self.etcd {
             let src = std::path::Path::new("kubeadm-certs");
-            input.etcd_ca = Some(
-                CaBundle::from_pem(TlsFlag::EtcdCacert, src, m.ca_pem)
-                    .map_err(|e| e.to_string())?,
-            );
-            input.etcd_identity = Some(
-                ClientIdentity::from_pem_for(
-                    (TlsFlag::EtcdCert, src, m.cert_pem),
-                    (TlsFlag::EtcdKey, src, m.key_pem),
-                )
-                .map_err(|e| e.to_string())?,
-            );
+            input.etcd_ca = Some(CaBundle::from_pem(TlsFlag::EtcdCacert, src, m.ca_pem)?);
+            input.etcd_identity = Some(ClientIdentity::from_pem_for(
+                (TlsFlag::EtcdCert, src, m.cert_pem),
+                (TlsFlag::EtcdKey, src, m.key_pem),
+            )?);
         }
         let defaults = args.etcd_heartbeat_interval == Duration::from_millis(100)
             && args.etcd_election_timeout == Duration::from_secs(1);

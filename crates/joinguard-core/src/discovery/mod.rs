@@ -24,6 +24,7 @@ pub mod cluster;
 pub mod input;
 pub mod join;
 
+use crate::failure::{TrustFailure, TrustFailureKind};
 use crate::kube::ApiClient;
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
@@ -49,7 +50,7 @@ impl fmt::Debug for BootstrapToken {
 
 impl BootstrapToken {
     /// Parses a token as kubeadm's `--token` takes it. The error does not repeat the value.
-    pub fn parse(s: &str) -> Result<BootstrapToken, String> {
+    pub fn parse(s: &str) -> Result<BootstrapToken, TokenFormatError> {
         let ok = |part: &str, n: usize| {
             part.len() == n
                 && part
@@ -61,11 +62,7 @@ impl BootstrapToken {
                 id: id.to_string(),
                 secret: Zeroizing::new(secret.to_string()),
             }),
-            _ => Err(
-                "the bootstrap token must have the form [a-z0-9]{6}.[a-z0-9]{16} \
-                      (e.g. abcdef.0123456789abcdef); create one with `kubeadm token create`"
-                    .into(),
-            ),
+            _ => Err(TokenFormatError),
         }
     }
 
@@ -79,6 +76,60 @@ impl BootstrapToken {
     }
 }
 
+/// A bootstrap token not of the form `[a-z0-9]{6}.[a-z0-9]{16}`. It carries nothing of the
+/// value, so it cannot repeat the secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the bootstrap token must have the form [a-z0-9]{{6}}.[a-z0-9]{{16}} \
+     (e.g. abcdef.0123456789abcdef); create one with `kubeadm token create`"
+)]
+pub struct TokenFormatError;
+
+/// A `--discovery-token-ca-cert-hash` pin that cannot be read (a pin is public: it is quoted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinError {
+    #[error("{0:?}: a CA pin must look like sha256:<64 hex digits> (kubeadm token create --print-join-command prints it)")]
+    Form(String),
+    #[error("{pin:?}: the SHA-256 pin must have 64 hex digits, it has {digits}")]
+    Length { pin: String, digits: usize },
+}
+
+/// Why a detached JWS over cluster-info did not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwsError {
+    #[error("not a detached compact JWS")]
+    NotDetached,
+    #[error("the JWS header is not base64url JSON")]
+    Header,
+    #[error("the JWS algorithm is {0}, not HS256")]
+    Algorithm(String),
+    #[error("the JWS key id is not this token's id")]
+    KeyId,
+    #[error("the JWS signature is not base64url")]
+    SignatureEncoding,
+    #[error("the HMAC does not match")]
+    Mismatch,
+}
+
+/// What cannot be read in the kubeconfig that cluster-info carries.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterInfoError {
+    #[error("the signed kubeconfig is not YAML ({0})")]
+    NotYaml(#[source] crate::yaml::YamlError),
+    #[error("the signed kubeconfig has no cluster server")]
+    NoServer,
+    #[error("the signed kubeconfig has no certificate-authority-data")]
+    NoCa,
+    #[error("the signed kubeconfig's CA is not base64 ({0})")]
+    CaEncoding(#[source] base64::DecodeError),
+    #[error("the cluster CA is not PEM ({0})")]
+    CaPem(#[source] rustls_pki_types::pem::Error),
+    #[error("the cluster CA is not X.509 ({0})")]
+    CaX509(String),
+    #[error("the cluster CA bundle holds no certificate")]
+    CaEmpty,
+}
+
 /// How the cluster CA is to be trusted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CaTrust {
@@ -89,19 +140,21 @@ pub enum CaTrust {
 }
 
 /// Parses one `sha256:<64 hex>` pin (kubeadm's `pubkeypin.Set.Allow`).
-pub fn parse_pin(s: &str) -> Result<[u8; 32], String> {
-    let hex = s.strip_prefix("sha256:").ok_or_else(|| {
-        format!("{s:?}: a CA pin must look like sha256:<64 hex digits> (kubeadm token create --print-join-command prints it)")
-    })?;
+pub fn parse_pin(s: &str) -> Result<[u8; 32], PinError> {
+    let hex = s
+        .strip_prefix("sha256:")
+        .ok_or_else(|| PinError::Form(s.to_string()))?;
     if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "{s:?}: the SHA-256 pin must have 64 hex digits, it has {}",
-            hex.len()
-        ));
+        return Err(PinError::Length {
+            pin: s.to_string(),
+            digits: hex.len(),
+        });
     }
     let mut out = [0u8; 32];
     for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        // 64 ASCII hex digits, checked above: every pair parses.
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .map_err(|_| PinError::Form(s.to_string()))?;
     }
     Ok(out)
 }
@@ -122,7 +175,7 @@ pub struct Discovered {
 pub enum DiscoveryError {
     /// Exit 3: the answer could not be trusted. Never retried.
     #[error("trust failure during token discovery: {0}")]
-    Trust(String),
+    Trust(TrustFailure),
     /// Exit 1: the API endpoint could not be reached within the budget, or answered with an
     /// error that is not about trust.
     #[error("token discovery: {0}")]
@@ -133,8 +186,12 @@ pub enum DiscoveryError {
 }
 
 impl DiscoveryError {
-    pub fn is_trust(&self) -> bool {
-        matches!(self, DiscoveryError::Trust(_))
+    /// The trust failure, if that is why discovery stopped (the CLI exits 3).
+    pub fn trust_failure(&self) -> Option<&TrustFailure> {
+        match self {
+            DiscoveryError::Trust(t) => Some(t),
+            _ => None,
+        }
     }
 
     /// What a failed call of discovery means: trust stays trust, a 401 is the bootstrap token
@@ -144,8 +201,8 @@ impl DiscoveryError {
             ApiCallError::Status(s) => Some(s.status),
             ApiCallError::Transport(_) => None,
         });
-        if e.is_trust() {
-            DiscoveryError::Trust(e.to_string())
+        if let Some(t) = e.trust_failure() {
+            DiscoveryError::Trust(t)
         } else if status == Some(401) {
             DiscoveryError::Input(format!(
                 "{e}: the API server rejected the bootstrap token: it has expired or was \
@@ -183,7 +240,10 @@ pub async fn discover(
         .pointer("/data/kubeconfig")
         .and_then(Value::as_str)
         .ok_or_else(|| {
-            DiscoveryError::Trust("the cluster-info ConfigMap has no kubeconfig".into())
+            DiscoveryError::Trust(TrustFailure::new(
+                TrustFailureKind::Content,
+                "the cluster-info ConfigMap has no kubeconfig",
+            ))
         })?
         .to_string();
     let jws_key = format!("{JWS_KEY_PREFIX}{}", token.id());
@@ -191,35 +251,47 @@ pub async fn discover(
         .pointer(&format!("/data/{jws_key}"))
         .and_then(Value::as_str)
         .ok_or_else(|| {
-            DiscoveryError::Trust(format!(
-                "cluster-info has no signature for token id {:?}: the token is unknown to this \
-                 cluster or has expired. Create a new one with `kubeadm token create` on a \
-                 control-plane node",
-                token.id()
+            DiscoveryError::Trust(TrustFailure::new(
+                TrustFailureKind::Signature,
+                format!(
+                    "cluster-info has no signature for token id {:?}: the token is unknown to \
+                     this cluster or has expired. Create a new one with `kubeadm token create` \
+                     on a control-plane node",
+                    token.id()
+                ),
             ))
         })?;
     verify_detached_jws(jws, &kubeconfig, token).map_err(|why| {
-        DiscoveryError::Trust(format!(
-            "the cluster-info signature for token id {:?} does not verify ({why}): the answer \
-             was tampered with, or the token secret is wrong. Check --token",
-            token.id()
+        DiscoveryError::Trust(TrustFailure::new(
+            TrustFailureKind::Signature,
+            format!(
+                "the cluster-info signature for token id {:?} does not verify ({why}): the \
+                 answer was tampered with, or the token secret is wrong. Check --token",
+                token.id()
+            ),
         ))
     })?;
 
     // Step 3: the CA the signed kubeconfig carries, against the pins.
-    let (server, ca_pem) = cluster_of(&kubeconfig).map_err(DiscoveryError::Trust)?;
+    let content = |e: ClusterInfoError| {
+        DiscoveryError::Trust(TrustFailure::new(TrustFailureKind::Content, e.to_string()))
+    };
+    let (server, ca_pem) = cluster_of(&kubeconfig).map_err(content)?;
     let unverified = match trust {
         CaTrust::UnsafeSkip => true,
         CaTrust::Pins(pins) => {
-            let got = spki_pins(&ca_pem).map_err(DiscoveryError::Trust)?;
+            let got = spki_pins(&ca_pem).map_err(content)?;
             if !got.iter().any(|g| pins.contains(g)) {
-                return Err(DiscoveryError::Trust(format!(
-                    "the cluster CA's public key hash is {}, which matches none of the given \
+                return Err(DiscoveryError::Trust(TrustFailure::new(
+                    TrustFailureKind::CaPin,
+                    format!(
+                        "the cluster CA's public key hash is {}, which matches none of the given \
                      --discovery-token-ca-cert-hash pins. Check the pin (kubeadm token create \
                      --print-join-command prints it), or the endpoint is not your cluster",
-                    got.first()
-                        .map(|g| format!("sha256:{}", hex(g)))
-                        .unwrap_or_default()
+                        got.first()
+                            .map(|g| format!("sha256:{}", hex(g)))
+                            .unwrap_or_default()
+                    ),
                 )));
             }
             false
@@ -232,9 +304,8 @@ pub async fn discover(
         std::path::Path::new("cluster-info"),
         ca_pem.clone(),
     )
-    .map_err(|e| DiscoveryError::Trust(format!("the cluster-info CA is not usable: {e}")))?;
-    let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
-        .map_err(|e| DiscoveryError::Trust(format!("the cluster-info CA is not usable: {e}")))?;
+    .map_err(|e| unusable_ca(&e))?;
+    let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1]).map_err(|e| unusable_ca(&e))?;
     let trusted = ApiClient::with_tls(&url, tls, None)
         .map_err(|e| DiscoveryError::Failed(format!("{endpoint}: {e}")))?;
     let second = fetch(
@@ -246,17 +317,26 @@ pub async fn discover(
     )
     .await?;
     if second.pointer("/data/kubeconfig").and_then(Value::as_str) != Some(kubeconfig.as_str()) {
-        return Err(DiscoveryError::Trust(
+        return Err(DiscoveryError::Trust(TrustFailure::new(
+            TrustFailureKind::Content,
             "cluster-info changed between the unverified and the verified fetch: something \
-             between this node and the API endpoint is rewriting answers"
-                .into(),
-        ));
+             between this node and the API endpoint is rewriting answers",
+        )));
     }
     Ok(Discovered {
         server,
         ca_pem,
         ca_unverified: unverified,
     })
+}
+
+/// A CA that cluster-info carries (and that its pins or signature vouched for) that rustls
+/// cannot use.
+pub(crate) fn unusable_ca(e: &dyn std::fmt::Display) -> DiscoveryError {
+    DiscoveryError::Trust(TrustFailure::new(
+        TrustFailureKind::Content,
+        format!("the cluster-info CA is not usable: {e}"),
+    ))
 }
 
 async fn fetch(
@@ -275,71 +355,71 @@ async fn fetch(
 
 /// Verifies a compact detached JWS (`<header>..<signature>`, HS256) over `content`: the header
 /// must say HS256 with our token id, and the HMAC must match (compared in constant time).
-pub fn verify_detached_jws(jws: &str, content: &str, token: &BootstrapToken) -> Result<(), String> {
+pub fn verify_detached_jws(
+    jws: &str,
+    content: &str,
+    token: &BootstrapToken,
+) -> Result<(), JwsError> {
     let mut parts = jws.split('.');
     let (Some(header), Some(""), Some(sig), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return Err("not a detached compact JWS".into());
+        return Err(JwsError::NotDetached);
     };
     let header_json: Value = URL_SAFE_NO_PAD
         .decode(header)
         .ok()
         .and_then(|h| serde_json::from_slice(&h).ok())
-        .ok_or("the JWS header is not base64url JSON")?;
+        .ok_or(JwsError::Header)?;
     if header_json["alg"] != "HS256" {
-        return Err(format!(
-            "the JWS algorithm is {}, not HS256",
-            header_json["alg"]
-        ));
+        return Err(JwsError::Algorithm(header_json["alg"].to_string()));
     }
     if header_json.get("kid").is_some_and(|k| k != token.id()) {
-        return Err("the JWS key id is not this token's id".into());
+        return Err(JwsError::KeyId);
     }
     let sig = URL_SAFE_NO_PAD
         .decode(sig)
-        .map_err(|_| "the JWS signature is not base64url")?;
+        .map_err(|_| JwsError::SignatureEncoding)?;
     let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(content));
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, token.secret.as_bytes());
-    ring::hmac::verify(&key, signed.as_bytes(), &sig)
-        .map_err(|_| "the HMAC does not match".to_string())
+    ring::hmac::verify(&key, signed.as_bytes(), &sig).map_err(|_| JwsError::Mismatch)
 }
 
 /// The server and CA of the one cluster in a cluster-info kubeconfig. Public only for the fuzz
 /// target `cluster_info_jws`.
 #[doc(hidden)]
-pub fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), String> {
-    let v: serde_json::Value = crate::yaml::from_str(kubeconfig)
-        .map_err(|e| format!("the signed kubeconfig is not YAML ({e})"))?;
+pub fn cluster_of(kubeconfig: &str) -> Result<(String, Vec<u8>), ClusterInfoError> {
+    let v: serde_json::Value =
+        crate::yaml::from_str(kubeconfig).map_err(ClusterInfoError::NotYaml)?;
     let cluster = &v["clusters"][0]["cluster"];
     let server = cluster["server"]
         .as_str()
-        .ok_or("the signed kubeconfig has no cluster server")?
+        .ok_or(ClusterInfoError::NoServer)?
         .to_string();
     let ca = cluster["certificate-authority-data"]
         .as_str()
-        .ok_or("the signed kubeconfig has no certificate-authority-data")?;
+        .ok_or(ClusterInfoError::NoCa)?;
     let ca = STANDARD
         .decode(ca.trim())
-        .map_err(|e| format!("the signed kubeconfig's CA is not base64 ({e})"))?;
+        .map_err(ClusterInfoError::CaEncoding)?;
     Ok((server, ca))
 }
 
 /// `pubkeypin.Hash` of every certificate in a PEM bundle.
-pub fn spki_pins(ca_pem: &[u8]) -> Result<Vec<[u8; 32]>, String> {
-    let mut out = Vec::new();
+pub fn spki_pins(ca_pem: &[u8]) -> Result<Vec<[u8; 32]>, ClusterInfoError> {
     use rustls_pki_types::pem::PemObject;
+    let mut out = Vec::new();
     for der in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem) {
-        let der = der.map_err(|e| format!("the cluster CA is not PEM ({e})"))?;
+        let der = der.map_err(ClusterInfoError::CaPem)?;
         let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
-            .map_err(|e| format!("the cluster CA is not X.509 ({e})"))?;
+            .map_err(|e| ClusterInfoError::CaX509(e.to_string()))?;
         let d = ring::digest::digest(&ring::digest::SHA256, cert.tbs_certificate.subject_pki.raw);
         let mut pin = [0u8; 32];
         pin.copy_from_slice(d.as_ref());
         out.push(pin);
     }
     if out.is_empty() {
-        return Err("the cluster CA bundle holds no certificate".into());
+        return Err(ClusterInfoError::CaEmpty);
     }
     Ok(out)
 }
@@ -385,7 +465,7 @@ mod tests {
             "abcdef.0123456789abcde_",
         ] {
             let e = BootstrapToken::parse(bad).unwrap_err();
-            assert!(!e.contains(bad), "{e}");
+            assert!(!e.to_string().contains(bad), "{e}");
         }
         assert!(!format!("{:?}", token()).contains("0123456789abcdef"));
         // The error is one fixed text, whatever the value (fuzz target `flags`).
@@ -409,6 +489,7 @@ mod tests {
         let wrong_kid = sign("kubeconfig text", "zzzzzz", "0123456789abcdef");
         assert!(verify_detached_jws(&wrong_kid, "kubeconfig text", &token())
             .unwrap_err()
+            .to_string()
             .contains("key id"));
         assert!(verify_detached_jws("a.b.c", "x", &token()).is_err());
     }
@@ -417,9 +498,13 @@ mod tests {
     fn pins_parse_like_kubeadm() {
         let p = parse_pin(&format!("sha256:{}", "ab".repeat(32))).unwrap();
         assert_eq!(p, [0xab; 32]);
-        assert!(parse_pin("md5:abcd").unwrap_err().contains("sha256:"));
+        assert!(parse_pin("md5:abcd")
+            .unwrap_err()
+            .to_string()
+            .contains("sha256:"));
         assert!(parse_pin("sha256:abcd")
             .unwrap_err()
+            .to_string()
             .contains("64 hex digits"));
     }
 }

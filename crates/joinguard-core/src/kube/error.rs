@@ -150,7 +150,10 @@ pub enum TransportError {
     GoAway(String),
     #[error("name resolution failed: {0}")]
     Dns(String),
-    /// TLS or certificate failure, including a CA pin mismatch.
+    /// The server's certificate was rejected by our verifier.
+    #[error("TLS/certificate failure: {0}")]
+    Untrusted(Box<crate::failure::TrustFailure>),
+    /// Another TLS failure (an alert, a failure only a transport's text names).
     #[error("TLS/certificate failure: {0}")]
     Tls(String),
     #[error("{0}")]

@@ -46,14 +46,29 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 pub enum ClientError {
     #[error(transparent)]
     Kubeconfig(#[from] KubeconfigError),
-    #[error("--kubeconfig {}: server {server:?} is not a usable URL ({reason})", path.display())]
+    #[error("--kubeconfig {}: server {server:?} is not a usable URL ({source})", path.display())]
     Server {
         path: std::path::PathBuf,
         server: String,
-        reason: String,
+        #[source]
+        source: UrlError,
     },
     #[error(transparent)]
     Tls(#[from] IdentityError),
+    /// A server URL that did not come from a kubeconfig (discovery's, a minted identity's).
+    #[error(transparent)]
+    Url(#[from] UrlError),
+}
+
+/// Why a server URL cannot be used for an API client.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("{0}")]
+    Parse(#[from] url::ParseError),
+    #[error("not an https:// URL")]
+    NotHttps,
+    #[error("no host")]
+    NoHost,
 }
 
 /// A client for one API server, as a kubeconfig describes it.
@@ -105,10 +120,10 @@ impl ApiClient {
         };
         let tls = TlsClient::new(&ca, identity.as_ref(), &[ALPN_HTTP1])?;
         let mut client =
-            ApiClient::with_tls(&k.server, tls, bearer).map_err(|reason| ClientError::Server {
+            ApiClient::with_tls(&k.server, tls, bearer).map_err(|source| ClientError::Server {
                 path: k.path.clone(),
                 server: k.server.clone(),
-                reason,
+                source,
             })?;
         if let Some(name) = &k.tls_server_name {
             client.server_name = name.clone();
@@ -122,15 +137,15 @@ impl ApiClient {
         server: &str,
         tls: TlsClient,
         token: Option<&str>,
-    ) -> Result<ApiClient, String> {
-        let url = Url::parse(server).map_err(|e| e.to_string())?;
+    ) -> Result<ApiClient, UrlError> {
+        let url = Url::parse(server)?;
         if url.scheme() != "https" {
-            return Err("not an https:// URL".into());
+            return Err(UrlError::NotHttps);
         }
         let host = match url.host() {
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
             Some(h) => h.to_string(),
-            None => return Err("no host".into()),
+            None => return Err(UrlError::NoHost),
         };
         let port = url.port_or_known_default().unwrap_or(443);
         Ok(ApiClient {
@@ -302,7 +317,7 @@ fn transport_of_tls(f: TlsFailure) -> ApiCallError {
             }
         }
         TlsFailure::Tcp(other) => TransportError::Other(other.to_string()),
-        TlsFailure::Untrusted(t) => TransportError::Tls(t.to_string()),
+        TlsFailure::Untrusted(t) => TransportError::Untrusted(Box::new(t.clone())),
         // A reset or EOF during the handshake is a load balancer dropping us, not a certificate
         // problem; an alert is the server refusing our certificate (permanent).
         TlsFailure::Handshake(text) => {

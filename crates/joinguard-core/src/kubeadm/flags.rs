@@ -311,7 +311,7 @@ pub fn allowed_with_config(name: &str) -> bool {
 /// kubeadm's own error when `--config` is among them with a flag it does not allow beside it.
 /// pflag's `Visit` walks flags sorted by name, so the list is sorted; Go prints a `[]string`
 /// as `[a b]`.
-pub fn mixed_config_error(given_kubeadm_flags: &[String]) -> Option<String> {
+pub fn mixed_config_error(given_kubeadm_flags: &[String]) -> Option<MixedConfig> {
     if !given_kubeadm_flags.iter().any(|f| f == "config") {
         return None;
     }
@@ -322,7 +322,15 @@ pub fn mixed_config_error(given_kubeadm_flags: &[String]) -> Option<String> {
         .collect();
     bad.sort();
     bad.dedup();
-    (!bad.is_empty()).then(|| format!("can not mix '--config' with arguments [{}]", bad.join(" ")))
+    (!bad.is_empty()).then_some(MixedConfig { flags: bad })
+}
+
+/// kubeadm's `ValidateMixedArguments` error, word for word: `--config` beside flags it does
+/// not allow there (the flags as kubeadm names them, sorted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("can not mix '--config' with arguments [{}]", flags.join(" "))]
+pub struct MixedConfig {
+    pub flags: Vec<String>,
 }
 
 /// klog's `-v` levels mapped to joinguard's verbosity count: 0 stays quiet (warnings), 1-3 info
@@ -394,7 +402,8 @@ mod tests {
         let g = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(mixed_config_error(&g(&["token", "control-plane"])), None);
         assert_eq!(
-            mixed_config_error(&g(&["config", "token", "control-plane", "node-name"])),
+            mixed_config_error(&g(&["config", "token", "control-plane", "node-name"]))
+                .map(|e| e.to_string()),
             Some("can not mix '--config' with arguments [control-plane token]".into())
         );
         assert_eq!(
@@ -412,7 +421,7 @@ mod tests {
             None
         );
         assert_eq!(
-            mixed_config_error(&g(&["config", "cri-socket", "vmodule"])),
+            mixed_config_error(&g(&["config", "cri-socket", "vmodule"])).map(|e| e.to_string()),
             Some("can not mix '--config' with arguments [cri-socket vmodule]".into())
         );
         assert!(allowed_with_config("skip_log_headers"));

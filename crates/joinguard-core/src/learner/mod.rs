@@ -69,9 +69,12 @@ pub enum LearnerError {
 }
 
 impl LearnerError {
-    /// A trust failure (the CLI exits 3).
-    pub fn is_trust(&self) -> bool {
-        matches!(self, LearnerError::Etcd(e) if e.is_trust())
+    /// The trust failure, if that is why it stopped (the CLI exits 3).
+    pub fn trust_failure(&self) -> Option<crate::failure::TrustFailure> {
+        match self {
+            LearnerError::Etcd(e) => e.trust_failure(),
+            _ => None,
+        }
     }
 }
 

@@ -191,7 +191,7 @@ impl MonitorConfig {
         };
         let dur = |name: &str, v: &Option<String>, default: Duration| match v {
             None => Ok(default),
-            Some(s) => parse_duration(s).map_err(|e| field(name, e)),
+            Some(s) => parse_duration(s).map_err(|e| field(name, e.to_string())),
         };
         let interval = dur("interval", &raw.interval, DEFAULT_INTERVAL)?;
         if interval < Duration::from_millis(100) || interval > Duration::from_secs(3600) {
@@ -407,7 +407,7 @@ fn cluster_args(
 ) -> Result<PreflightSpec, ConfigError> {
     let dur = |name: &str, v: &Option<String>, default: Duration| match v {
         None => Ok(default),
-        Some(s) => parse_duration(s).map_err(|e| field(name, e)),
+        Some(s) => parse_duration(s).map_err(|e| field(name, e.to_string())),
     };
     // The cluster section's fields under their kubeadm flag names, so that kubeadm's rule for
     // `--config` beside flags applies to `joinConfig` beside them too.
@@ -513,7 +513,9 @@ mod tests {
         let args = c.cluster.unwrap();
         assert_eq!(args.given, ["config", "token", "node-name"]);
         assert_eq!(
-            crate::kubeadm::flags::mixed_config_error(&args.given).as_deref(),
+            crate::kubeadm::flags::mixed_config_error(&args.given)
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("can not mix '--config' with arguments [token]")
         );
         let c = parse("cluster:\n  joinConfig: /j.yaml\n  nodeName: cp-2\n  ignorePreflightErrors: [NumCPU]\n").unwrap();

@@ -27,7 +27,7 @@ use crate::check::{CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::failure::Stopped;
 use crate::notes::Notes;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberInfo};
-use crate::probe::fullsize::{self, FullSize};
+use crate::probe::fullsize::{self, FullSize, NoExchange};
 use crate::probe::icmp::IcmpError;
 use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
 use crate::probe::pmtu::{self, PathMtu};
@@ -69,15 +69,30 @@ pub struct Shared {
     targets_generation: std::sync::atomic::AtomicU64,
 }
 
+/// Why a host's path MTU has no figure.
+#[derive(Debug, thiserror::Error)]
+enum Unmeasured {
+    #[error(
+        "no echo of any size was answered: ICMP echo is filtered on the way, or the host does \
+         not answer it"
+    )]
+    NoEcho,
+    #[error("{0}")]
+    Probe(Arc<IcmpError>),
+}
+
+/// The ICMP path MTU probe's result for one host (the error shared with the evaluation).
+type IcmpOutcome = Result<PathMtu, Arc<IcmpError>>;
+
 /// What the last path MTU round found.
 #[derive(Debug, Default)]
 struct PathMtuState {
     /// ICMP, per host: the name of the target it is reported under (the first by name), that
     /// target, and what the probe found.
-    hosts: BTreeMap<String, (String, Target, Result<PathMtu, String>)>,
+    hosts: BTreeMap<String, (String, Target, IcmpOutcome)>,
     /// The full-size TCP exchange, per host with an etcd peer target: the peer target's name,
     /// the target, and what the exchange found.
-    tcp: BTreeMap<String, (String, Target, Result<FullSize, String>)>,
+    tcp: BTreeMap<String, (String, Target, Result<FullSize, NoExchange>)>,
     /// Why neither side can run (no CAP_NET_RAW and no etcd peer identity): one warning, not
     /// one per host.
     unavailable: Option<String>,
@@ -455,22 +470,21 @@ fn path_mtu_checks(shared: &Shared) -> Vec<CheckResult> {
             threshold: None,
         }];
     }
-    let icmp: Vec<(Target, Result<PathMtu, String>)> = st
+    let icmp: Vec<(Target, Result<PathMtu, Unmeasured>)> = st
         .hosts
         .iter()
         .map(|(host, (_, t, r))| {
             let r = match r {
-                Ok(p) if p.largest_ok.is_none() && !st.tcp.contains_key(host) => Err(
-                    "no echo of any size was answered: ICMP echo is filtered on the way, or the \
-                     host does not answer it"
-                        .to_string(),
-                ),
-                other => other.clone(),
+                Ok(p) if p.largest_ok.is_none() && !st.tcp.contains_key(host) => {
+                    Err(Unmeasured::NoEcho)
+                }
+                Ok(p) => Ok(p.clone()),
+                Err(e) => Err(Unmeasured::Probe(e.clone())),
             };
             (t.clone(), r)
         })
         .collect();
-    let tcp: Vec<(Target, Result<FullSize, String>)> = st
+    let tcp: Vec<(Target, Result<FullSize, NoExchange>)> = st
         .tcp
         .values()
         .map(|(_, t, r)| (t.clone(), r.clone()))
@@ -579,7 +593,7 @@ async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
                     let exchange = async {
                         let ((name, t), tls) = peer?;
                         let r = fullsize::exchange(&t.host, t.port, &tls, PATH_MTU_BUDGET).await;
-                        Some((name, t, r.map_err(|e| e.to_string())))
+                        Some((name, t, r))
                     };
                     let (icmp, exchange) = tokio::join!(icmp, exchange);
                     (host, name, target, icmp, exchange)
@@ -608,7 +622,7 @@ async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
                     no_privilege = Some(e.to_string());
                     continue;
                 }
-                Some(Err(e)) => Err(e.to_string()),
+                Some(Err(e)) => Err(Arc::new(e)),
             };
             shared
                 .metrics

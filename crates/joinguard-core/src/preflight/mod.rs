@@ -19,6 +19,7 @@ use crate::check::member::NodeRef;
 use crate::check::{
     exit, unreachable_endpoints, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET,
 };
+use crate::failure::TrustFailure;
 use crate::notes::Notes;
 use crate::retry::{wait_until, Backoff};
 use crate::sampling::SamplingPolicy;
@@ -37,7 +38,7 @@ pub enum Outcome {
     /// A report with a verdict.
     Report(Box<Report>),
     /// A certificate did not verify against the given CA: never retried, never downgraded.
-    Trust(String),
+    Trust(TrustFailure),
 }
 
 /// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets

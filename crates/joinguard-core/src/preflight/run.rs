@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::check::{EtcdMemberHealth, Thresholds};
+use crate::failure::TrustFailure;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberInfo, SnapshotProbe};
 use crate::probe::failure::{etcd_probe_failure, http_probe_failure};
-use crate::probe::fullsize::{self, FullSize};
+use crate::probe::fullsize::{self, FullSize, NoExchange};
 use crate::probe::http;
 use crate::probe::icmp::{IcmpError, Pinger};
 use crate::probe::identity::{ALPN_H2, ALPN_HTTP1};
@@ -66,19 +67,19 @@ pub struct Observations {
     /// Clock differences (remote minus local, seconds), per target.
     pub skews: Vec<(Target, f64)>,
     /// The bandwidth probe's result: the member, its DB size and the throughput.
-    pub snapshot: Option<(Target, u64, Result<SnapshotProbe, String>)>,
+    pub snapshot: Option<(Target, u64, Result<SnapshotProbe, EtcdFailure>)>,
     /// Opt-in write probe failures (the successes are in `series`).
     pub write_failures: Vec<(Target, String)>,
     /// The first trust failure (CA pin or certificate): the run must exit 3.
-    pub trust_failure: Option<String>,
+    pub trust_failure: Option<TrustFailure>,
     /// What was not measured and why, for the report.
     pub notes: Vec<String>,
     /// Stream and host keys for loss: which endpoint carries each host's ICMP loss stream.
     pub icmp_endpoints: BTreeSet<String>,
     /// The path MTU per host, on the target that carries its ICMP stream (`PathMTU`).
-    pub pmtu: Vec<(Target, Result<PathMtu, String>)>,
+    pub pmtu: Vec<(Target, Result<PathMtu, IcmpError>)>,
     /// The full-size TCP exchange per etcd peer target (`PathMTU`'s TCP side).
-    pub fullsize: Vec<(Target, Result<FullSize, String>)>,
+    pub fullsize: Vec<(Target, Result<FullSize, NoExchange>)>,
 }
 
 #[derive(Default)]
@@ -108,9 +109,11 @@ impl Shared {
             }
         });
     }
-    fn trust(&self, msg: String) {
+    /// Keeps the first trust failure, with the target it happened on.
+    fn trust(&self, target: &Target, t: &TrustFailure) {
         self.with(|o| {
-            o.trust_failure.get_or_insert(msg);
+            o.trust_failure
+                .get_or_insert_with(|| t.clone().context(&format!("{target}: ")));
         });
     }
 }
@@ -499,7 +502,7 @@ fn client_target<'a>(
             Ok(c) => c,
             Err(e) => {
                 if let EtcdFailure::Untrusted(t) = &e {
-                    shared.trust(format!("{target}: {t}"));
+                    shared.trust(target, t);
                 }
                 let failure = etcd_probe_failure(&e);
                 health.failure = Some(failure.clone());
@@ -654,7 +657,7 @@ async fn handshake_stream(
         let r = tls::probe(target, tc, to).await;
         if let Err(e) = &r {
             if let Some(t) = e.trust_failure() {
-                shared.trust(format!("{target}: {t}"));
+                shared.trust(target, t);
                 samples.push(tls::sample(&r));
                 break;
             }
@@ -680,10 +683,7 @@ async fn peer_target(
         let full_size = async {
             let budget = clock.left().min(PMTU_BUDGET);
             let r = fullsize::exchange(&target.host, target.port, tls, budget).await;
-            shared.with(|o| {
-                o.fullsize
-                    .push((target.clone(), r.map_err(|e| e.to_string())))
-            });
+            shared.with(|o| o.fullsize.push((target.clone(), r)));
         };
         tokio::join!(
             full_size,
@@ -720,7 +720,7 @@ async fn peer_session(
                 }
                 Err(e) => {
                     if let Some(t) = e.trust_failure() {
-                        shared.trust(format!("{target}: {t}"));
+                        shared.trust(target, t);
                     }
                     shared.note(format!(
                         "{target}: the peer probe failed ({e}); its RTT is judged from TCP connects"
@@ -730,7 +730,7 @@ async fn peer_session(
         }
         Err(e) => {
             if let Some(t) = e.trust_failure() {
-                shared.trust(format!("{target}: {t}"));
+                shared.trust(target, t);
             }
             let failure = http_probe_failure(&e);
             if matches!(failure, ProbeFailure::Tls(_)) {
@@ -800,7 +800,7 @@ async fn api_target(
         let r = http::readyz(&target, tls, to).await;
         if let Err(e) = &r {
             if let Some(t) = e.trust_failure() {
-                shared.trust(format!("{target}: {t}"));
+                shared.trust(&target, t);
                 samples.push(http::sample(&r));
                 break;
             }
@@ -931,7 +931,7 @@ async fn icmp_host(
             Err(IcmpError::Unsupported(_)) => shared.note(format!(
                 "{target}: the path MTU is probed over IPv4 only; not measured"
             )),
-            Err(e) => shared.with(|o| o.pmtu.push((target.clone(), Err(e.to_string())))),
+            Err(e) => shared.with(|o| o.pmtu.push((target.clone(), Err(e)))),
         }
     };
     tokio::join!(
@@ -1074,10 +1074,7 @@ async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, sha
         }
         if input.bandwidth && shared.with(|o| o.snapshot.is_none()) {
             let cap = clock.left().min(input.bandwidth_cap);
-            let r = client
-                .snapshot_probe(SNAPSHOT_BYTES, cap)
-                .await
-                .map_err(|e| e.to_string());
+            let r = client.snapshot_probe(SNAPSHOT_BYTES, cap).await;
             shared.with(|o| o.snapshot = Some((target.clone(), db_size, r)));
         }
     }

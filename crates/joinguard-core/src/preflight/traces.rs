@@ -126,7 +126,7 @@ pub async fn attach(report: &mut Report, left: Duration, notes: &dyn crate::note
                         e => (false, e.to_string()),
                     })
                 }
-                Err(e) => Err((false, e)),
+                Err(e) => Err((false, format!("TARGET `{host}`: {e}"))),
             };
             (i, target, checks, r)
         });

@@ -68,7 +68,7 @@ impl FullSize {
 }
 
 /// Why the exchange could not start: the connection or its TLS handshake failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct NoExchange(pub String);
 

@@ -35,16 +35,8 @@ use tokio_rustls::TlsConnector;
 use super::identity::{crypto_provider, CaBundle, ClientIdentity, IdentityError};
 use super::tcp::{self, ms};
 use super::{ProbeFailure, Sample};
+pub use crate::failure::{CertValidity, TrustFailure, TrustFailureKind};
 use crate::target::Target;
-
-/// The validity window and subject of a server's leaf certificate.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CertValidity {
-    pub not_before: SystemTime,
-    pub not_after: SystemTime,
-    /// Subject DN, for messages.
-    pub subject: String,
-}
 
 impl CertValidity {
     /// Parses the validity of a DER certificate; `None` if it is not X.509.
@@ -63,33 +55,6 @@ impl CertValidity {
             subject: cert.subject().to_string(),
         })
     }
-}
-
-/// Why the server's certificate was not accepted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TrustFailureKind {
-    /// The chain does not lead to the given CA: the wrong `--*-cacert`, or a different cluster.
-    UnknownIssuer,
-    /// A signature in the chain does not verify.
-    BadSignature,
-    /// The certificate is not valid for the host dialled (no matching SAN).
-    NameMismatch,
-    /// Now is after notAfter (or this host's clock is ahead).
-    Expired,
-    /// Now is before notBefore (or this host's clock is behind).
-    NotYetValid,
-    /// Any other certificate error (bad encoding, wrong key usage, ...).
-    Other,
-}
-
-/// The server's certificate was rejected by our verifier. The CLI maps this to exit 3.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("server certificate not trusted: {detail}")]
-pub struct TrustFailure {
-    pub kind: TrustFailureKind,
-    pub detail: String,
-    /// The rejected certificate's validity window, when it could be captured (for clock skew).
-    pub server_cert: Option<CertValidity>,
 }
 
 impl TrustFailure {
@@ -115,11 +80,8 @@ impl TrustFailure {
             }
             _ => rustls::Error::InvalidCertificate(err.clone()).to_string(),
         };
-        TrustFailure {
-            kind,
-            detail,
-            server_cert: None,
-        }
+        let detail = format!("server certificate not trusted: {detail}");
+        TrustFailure::new(kind, detail)
     }
 }
 

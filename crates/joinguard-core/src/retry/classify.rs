@@ -219,6 +219,11 @@ pub trait Classify: fmt::Display {
     fn is_not_found(&self) -> bool {
         false
     }
+
+    /// The certificate our verifier rejected, when this failure is one.
+    fn trust_failure(&self) -> Option<&crate::failure::TrustFailure> {
+        None
+    }
 }
 
 /// etcd's transient server conditions, as they appear in a gRPC status message or, wrapped, in
@@ -295,7 +300,7 @@ impl Classify for TransportError {
             // A load balancer's name may be briefly unresolvable while DNS is reconfigured; the
             // budget bounds how long we wait for it.
             TransportError::Dns(_) => Transient(Reason::Dns),
-            TransportError::Tls(_) => ErrorClass::Trust,
+            TransportError::Tls(_) | TransportError::Untrusted(_) => ErrorClass::Trust,
             // Unknown transport failures are not on the retried list: fail fast and say
             // what happened rather than spin on something we do not understand.
             TransportError::Other(_) => Permanent(Reason::Other),
@@ -320,6 +325,13 @@ impl Classify for ApiCallError {
 
     fn is_not_found(&self) -> bool {
         matches!(self, ApiCallError::Status(e) if e.is_not_found())
+    }
+
+    fn trust_failure(&self) -> Option<&crate::failure::TrustFailure> {
+        match self {
+            ApiCallError::Transport(TransportError::Untrusted(t)) => Some(t.as_ref()),
+            _ => None,
+        }
     }
 }
 

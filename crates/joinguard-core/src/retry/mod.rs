@@ -22,6 +22,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
+use crate::failure::{TrustFailure, TrustFailureKind};
+
 pub use classify::{
     classify_grpc, parse_retry_after, ApiCallError, ApiError, ClassLabel, Classify, ErrorClass,
     Reason, TransportError,
@@ -412,6 +414,27 @@ pub struct RetryError<E> {
 impl<E> RetryError<E> {
     pub fn is_trust(&self) -> bool {
         self.class == ErrorClass::Trust
+    }
+
+    /// The trust failure this call ended on, with the whole message (the operation, attempts
+    /// and the last error): the rejected certificate's kind and validity when the last error
+    /// carried them, a [`TrustFailureKind::Transport`] failure when only text named it.
+    pub fn trust_failure(&self) -> Option<TrustFailure>
+    where
+        E: Classify,
+        Self: fmt::Display,
+    {
+        if !self.is_trust() {
+            return None;
+        }
+        let mut t = self
+            .last
+            .error()
+            .and_then(Classify::trust_failure)
+            .cloned()
+            .unwrap_or_else(|| TrustFailure::new(TrustFailureKind::Transport, ""));
+        t.detail = self.to_string();
+        Some(t)
     }
 
     /// True when the last failure was a 404 (whatever the call site made of it).

@@ -219,12 +219,38 @@ pub async fn update_status(input: &StatusInput, recorder: &Recorder) -> Run {
     }
 }
 
+/// Why `update-status`'s inputs cannot be used (exit 2). Each names its flag.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusInputError {
+    #[error(transparent)]
+    Mixed(#[from] crate::kubeadm::flags::MixedConfig),
+    #[error(transparent)]
+    Config(#[from] crate::joinconfig::JoinConfigError),
+    #[error(
+        "--config {}: the JoinConfiguration has no controlPlane section: this is a worker join, \
+         which has no status to write",
+        .0.display()
+    )]
+    Worker(std::path::PathBuf),
+    #[error("--node-name: not given and the hostname cannot be read; pass --node-name")]
+    NoHostname,
+    #[error(
+        "--node-name {0:?}: not a valid node name (lowercase letters, digits, '-' and '.', at \
+         most 253 characters)"
+    )]
+    NodeName(String),
+    #[error("--timeout: must be more than 0")]
+    ZeroTimeout,
+    #[error(transparent)]
+    Client(#[from] crate::kube::ClientError),
+}
+
 impl StatusInput {
     /// Validates the flags (and the files they name) into an input. Every error names its flag.
     pub fn from_args(
         a: &StatusSpec,
         notes: &dyn crate::notes::Notes,
-    ) -> Result<StatusInput, String> {
+    ) -> Result<StatusInput, StatusInputError> {
         let mut node_name = a.node_name.clone();
         let mut advertise_address = a.apiserver_advertise_address;
         let mut bind_port = a.apiserver_bind_port;
@@ -239,9 +265,9 @@ impl StatusInput {
                 .cloned()
                 .collect();
             if let Some(e) = crate::kubeadm::flags::mixed_config_error(&given) {
-                return Err(e);
+                return Err(e.into());
             }
-            let c = JoinConfig::load(path).map_err(|e| e.to_string())?;
+            let c = JoinConfig::load(path)?;
             for w in &c.warnings {
                 notes.note(&format!(
                     "[update-status] WARNING: --config {}: {w}",
@@ -249,11 +275,7 @@ impl StatusInput {
                 ));
             }
             let Some((addr, port)) = c.local_api_endpoint else {
-                return Err(format!(
-                    "--config {}: the JoinConfiguration has no controlPlane section: this is a \
-                     worker join, which has no status to write",
-                    path.display()
-                ));
+                return Err(StatusInputError::Worker(path.clone()));
             };
             // --node-name overrides the file, as in kubeadm's newJoinData.
             if node_name.is_none() {
@@ -265,21 +287,15 @@ impl StatusInput {
         }
         let node_name = match node_name {
             Some(n) => n,
-            None => hostname().ok_or(
-                "--node-name: not given and the hostname cannot be read; pass --node-name",
-            )?,
+            None => hostname().ok_or(StatusInputError::NoHostname)?,
         };
         if !is_dns_subdomain(&node_name) {
-            return Err(format!(
-                "--node-name {node_name:?}: not a valid node name (lowercase letters, digits, \
-                 '-' and '.', at most 253 characters)"
-            ));
+            return Err(StatusInputError::NodeName(node_name));
         }
         if a.timeout.is_zero() {
-            return Err("--timeout: must be more than 0".into());
+            return Err(StatusInputError::ZeroTimeout);
         }
-        let client = ApiClient::from_kubeconfig(&a.kubeconfig, a.context.as_deref())
-            .map_err(|e| e.to_string())?;
+        let client = ApiClient::from_kubeconfig(&a.kubeconfig, a.context.as_deref())?;
         Ok(StatusInput {
             client,
             node_name,

@@ -8,31 +8,85 @@ use crate::spec::TraceRequest;
 
 use super::{packet, TraceError, TraceProtocol, TraceSpec};
 
+/// Why `joinguard trace`'s inputs cannot be used (exit 2). Each names the flag or argument.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceInputError {
+    #[error("--port {port} and the port in TARGET `{target}` ({in_target}) disagree; give one")]
+    PortsDisagree {
+        port: u16,
+        target: String,
+        in_target: u16,
+    },
+    #[error(
+        "--protocol tcp needs --port (the service port, e.g. 2380 for etcd peers, 2379 for etcd \
+         clients, 6443 for the API server)"
+    )]
+    TcpNeedsPort,
+    #[error("--port {0}: ICMP echo has no ports; use --protocol tcp or udp to probe a port")]
+    IcmpHasNoPort(u16),
+    #[error("{0} must be longer than 0")]
+    Zero(&'static str),
+    #[error("--size {size}: a {protocol} probe takes at least {headers} bytes (its IP and {protocol} headers)")]
+    SizeBelowHeaders {
+        size: u16,
+        protocol: &'static str,
+        headers: u16,
+    },
+    #[error(
+        "--size {size}: the interface the route to {target} leaves by has an MTU of {interface} \
+         bytes, and a probe with DF set cannot be larger; give at most {interface} (the trace \
+         shrinks its probes to any smaller MTU a router reports)"
+    )]
+    SizeAboveInterface {
+        size: u16,
+        target: Ipv4Addr,
+        interface: u16,
+    },
+    #[error("TARGET is empty; give a host name or an IPv4 address")]
+    EmptyTarget,
+    #[error("TARGET `{0}`: give a host or host:port, not a URL (e.g. 10.0.0.11:2380)")]
+    TargetIsUrl(String),
+    #[error("TARGET `{target}`: `{port}` is not a port (1 to 65535)")]
+    BadPort { target: String, port: String },
+    #[error("TARGET `{host}`: {source}")]
+    Resolve {
+        host: String,
+        #[source]
+        source: ResolveError,
+    },
+}
+
+/// Why a trace target has no IPv4 address to trace.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Unsupported(#[from] TraceError),
+    #[error("name lookup timed out after 5s")]
+    Timeout,
+    #[error("cannot resolve the name ({0})")]
+    Lookup(#[source] std::io::Error),
+    #[error("the name has only IPv6 addresses; only IPv4 can be traced for now")]
+    OnlyIpv6,
+    #[error("the name has no address")]
+    NoAddress,
+}
+
 /// Validated flags. Every error names the flag or argument it is about.
-pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
+pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, TraceInputError> {
     let (host, port_in_target) = split_target(&a.target)?;
     let port = match (a.port, port_in_target) {
         (Some(p), Some(q)) if p != q => {
-            return Err(format!(
-                "--port {p} and the port in TARGET `{}` ({q}) disagree; give one",
-                a.target
-            ))
+            return Err(TraceInputError::PortsDisagree {
+                port: p,
+                target: a.target.clone(),
+                in_target: q,
+            })
         }
         (p, q) => p.or(q),
     };
     match (a.protocol, port) {
-        (TraceProtocol::Tcp, None) => {
-            return Err(
-                "--protocol tcp needs --port (the service port, e.g. 2380 for etcd peers, \
-                        2379 for etcd clients, 6443 for the API server)"
-                    .into(),
-            )
-        }
-        (TraceProtocol::Icmp, Some(p)) => {
-            return Err(format!(
-                "--port {p}: ICMP echo has no ports; use --protocol tcp or udp to probe a port"
-            ))
-        }
+        (TraceProtocol::Tcp, None) => return Err(TraceInputError::TcpNeedsPort),
+        (TraceProtocol::Icmp, Some(p)) => return Err(TraceInputError::IcmpHasNoPort(p)),
         _ => {}
     }
     for (flag, d) in [
@@ -41,10 +95,15 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
         ("--timeout", a.timeout),
     ] {
         if d.is_zero() {
-            return Err(format!("{flag} must be longer than 0"));
+            return Err(TraceInputError::Zero(flag));
         }
     }
-    let target = resolve(&host).await?;
+    let target = resolve(&host)
+        .await
+        .map_err(|source| TraceInputError::Resolve {
+            host: host.clone(),
+            source,
+        })?;
     if let Some(size) = a.size {
         check_size(size, a.protocol, target)?;
     }
@@ -65,63 +124,64 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, String> {
 
 /// `--size` fits the probe's headers and the interface the route to `target` leaves by (a probe
 /// with DF set larger than that cannot be sent).
-fn check_size(size: u16, protocol: TraceProtocol, target: Ipv4Addr) -> Result<(), String> {
+fn check_size(size: u16, protocol: TraceProtocol, target: Ipv4Addr) -> Result<(), TraceInputError> {
     let headers = match protocol {
         TraceProtocol::Icmp => packet::ECHO_HEADERS,
         TraceProtocol::Udp => packet::UDP_HEADERS,
         TraceProtocol::Tcp => packet::SYN_HEADERS,
     };
     if size < headers {
-        return Err(format!(
-            "--size {size}: a {} probe takes at least {headers} bytes (its IP and {} headers)",
-            protocol.as_str(),
-            protocol.as_str()
-        ));
+        return Err(TraceInputError::SizeBelowHeaders {
+            size,
+            protocol: protocol.as_str(),
+            headers,
+        });
     }
     let (interface, _) = crate::probe::pmtu::mtus(target);
     if size > interface {
-        return Err(format!(
-            "--size {size}: the interface the route to {target} leaves by has an MTU of \
-             {interface} bytes, and a probe with DF set cannot be larger; give at most {interface} \
-             (the trace shrinks its probes to any smaller MTU a router reports)"
-        ));
+        return Err(TraceInputError::SizeAboveInterface {
+            size,
+            target,
+            interface,
+        });
     }
     Ok(())
 }
 
 /// `host`, `host:port`, `1.2.3.4:port` (IPv6 literals are refused later, when resolved).
-fn split_target(t: &str) -> Result<(String, Option<u16>), String> {
+fn split_target(t: &str) -> Result<(String, Option<u16>), TraceInputError> {
     let t = t.trim();
     if t.is_empty() {
-        return Err("TARGET is empty; give a host name or an IPv4 address".into());
+        return Err(TraceInputError::EmptyTarget);
     }
     if t.contains("://") {
-        return Err(format!(
-            "TARGET `{t}`: give a host or host:port, not a URL (e.g. 10.0.0.11:2380)"
-        ));
+        return Err(TraceInputError::TargetIsUrl(t.to_string()));
     }
     match t.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => {
-            let port: u16 = p
-                .parse()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| format!("TARGET `{t}`: `{p}` is not a port (1 to 65535)"))?;
+            let port: u16 =
+                p.parse()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| TraceInputError::BadPort {
+                        target: t.to_string(),
+                        port: p.to_string(),
+                    })?;
             Ok((h.to_string(), Some(port)))
         }
         _ => Ok((t.to_string(), None)),
     }
 }
 
-/// The IPv4 address of `host` (an address or a name), with errors naming TARGET.
-pub(crate) async fn resolve(host: &str) -> Result<Ipv4Addr, String> {
+/// The IPv4 address of `host` (an address or a name).
+pub(crate) async fn resolve(host: &str) -> Result<Ipv4Addr, ResolveError> {
     if let Ok(ip) = host
         .trim_matches(|c| c == '[' || c == ']')
         .parse::<IpAddr>()
     {
         return match ip {
             IpAddr::V4(v4) => Ok(v4),
-            IpAddr::V6(_) => Err(format!("TARGET `{host}`: {}", TraceError::Unsupported(ip))),
+            IpAddr::V6(_) => Err(TraceError::Unsupported(ip).into()),
         };
     }
     let found = tokio::time::timeout(
@@ -129,8 +189,8 @@ pub(crate) async fn resolve(host: &str) -> Result<Ipv4Addr, String> {
         tokio::net::lookup_host((host, 0u16)),
     )
     .await
-    .map_err(|_| format!("TARGET `{host}`: name lookup timed out after 5s"))?
-    .map_err(|e| format!("TARGET `{host}`: cannot resolve the name ({e})"))?;
+    .map_err(|_| ResolveError::Timeout)?
+    .map_err(ResolveError::Lookup)?;
     let mut any = false;
     for a in found {
         any = true;
@@ -139,11 +199,9 @@ pub(crate) async fn resolve(host: &str) -> Result<Ipv4Addr, String> {
         }
     }
     Err(if any {
-        format!(
-            "TARGET `{host}`: the name has only IPv6 addresses; only IPv4 can be traced for now"
-        )
+        ResolveError::OnlyIpv6
     } else {
-        format!("TARGET `{host}`: the name has no address")
+        ResolveError::NoAddress
     })
 }
 
@@ -159,10 +217,17 @@ mod tests {
         );
         assert_eq!(split_target("etcd-1").unwrap(), ("etcd-1".into(), None));
         assert_eq!(split_target("::1").unwrap(), ("::1".into(), None));
-        assert!(split_target("h:0").unwrap_err().contains("not a port"));
-        assert!(split_target("h:http").unwrap_err().contains("not a port"));
+        assert!(split_target("h:0")
+            .unwrap_err()
+            .to_string()
+            .contains("not a port"));
+        assert!(split_target("h:http")
+            .unwrap_err()
+            .to_string()
+            .contains("not a port"));
         assert!(split_target("https://h:6443")
             .unwrap_err()
+            .to_string()
             .contains("not a URL"));
     }
 }

@@ -105,7 +105,7 @@ labtest!(every_trust_failure_stops_at_once, lab(), |env| {
         env.api().clear_requests();
         let (r, rec) = env.discover(token, trust);
         let e = r.expect_err(what);
-        assert!(e.is_trust(), "{what}: {e}");
+        assert!(e.trust_failure().is_some(), "{what}: {e}");
         assert!(e.to_string().contains(want), "{what}: {e}");
         assert!(
             !e.to_string().contains(SECRET),
@@ -133,7 +133,7 @@ labtest!(every_trust_failure_stops_at_once, lab(), |env| {
     let (r, _) = env.discover(TOKEN, env.pin());
     let e = r.expect_err("tampered");
     assert!(
-        e.is_trust() && e.to_string().contains("does not verify"),
+        e.trust_failure().is_some() && e.to_string().contains("does not verify"),
         "{e}"
     );
     assert_eq!(env.cluster_info_gets(), 1);
