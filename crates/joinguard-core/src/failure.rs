@@ -81,6 +81,35 @@ impl std::fmt::Display for TrustFailure {
 
 impl std::error::Error for TrustFailure {}
 
+/// How a command ended, in the terms its exit code states. [`Ending::code`] is the one map from
+/// an ending to an exit code: the binary exits with it, and a JSON report that states its exit
+/// code (update-status's `exitCode`) takes it from there too. Every typed result a command
+/// returns says its ending (`ending()`); nothing else picks an exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ending {
+    /// Fit for the join (warnings allowed), the target reached cleanly, or the work done
+    /// (including nothing to do). Exit 0.
+    Done,
+    /// Not fit, not reached, refused, or the cluster could not be reached or read. Exit 1.
+    Failed,
+    /// A flag, file or config field could not be used; nothing was judged. Exit 2.
+    InvalidInput,
+    /// A CA pin, cluster-info signature or certificate did not verify. Never retried. Exit 3.
+    Untrusted,
+}
+
+impl Ending {
+    /// The process exit code (docs/architecture.md, README "Exit codes").
+    pub const fn code(self) -> u8 {
+        match self {
+            Ending::Done => 0,
+            Ending::Failed => 1,
+            Ending::InvalidInput => 2,
+            Ending::Untrusted => 3,
+        }
+    }
+}
+
 /// A command that stopped early, with the message for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Stopped {
@@ -96,6 +125,14 @@ pub enum Stopped {
 }
 
 impl Stopped {
+    pub fn ending(&self) -> Ending {
+        match self {
+            Stopped::Invalid(_) => Ending::InvalidInput,
+            Stopped::Trust(_) => Ending::Untrusted,
+            Stopped::Failed(_) => Ending::Failed,
+        }
+    }
+
     /// The same kind, its message prefixed (`cluster: ...`).
     pub fn context(self, prefix: &str) -> Stopped {
         match self {

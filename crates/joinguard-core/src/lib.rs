@@ -37,7 +37,7 @@ pub mod yaml;
 // The short paths: the types a caller of the core names most.
 pub use check::{CheckName, CheckResult, IgnoreList, Status, Thresholds, Verdict};
 pub use discovery::{BootstrapToken, CaTrust, Discovered, DiscoveryError};
-pub use failure::Stopped;
+pub use failure::{Ending, Stopped, TrustFailure};
 pub use monitor::{Monitor, MonitorConfig};
 pub use notes::{Notes, Silent};
 pub use preflight::report::Report;

@@ -1,7 +1,8 @@
 //! The binary's half of every command: the one tokio runtime (built once in `main`), the notes
-//! sink (each progress line to stderr at once), the printer (stdout carries the report only) and
-//! the one exit-code map (0 fit/done, 1 unfit/failed, 2 invalid input, 3 trust failure). The
-//! core validates, runs and returns typed values; nothing here decides a verdict.
+//! sink (each progress line to stderr at once) and the printer (stdout carries the report only).
+//! Every command returns its [`Ending`]; `main` turns it into the exit code with the one map,
+//! [`Ending::code`] (0 fit/done, 1 unfit/failed, 2 invalid input, 3 trust failure). The core
+//! validates, runs and returns typed values; nothing here decides a verdict.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -15,22 +16,10 @@ use joinguard_core::trace::command::spec_from_request;
 use joinguard_core::trace::report::TracedPath;
 use joinguard_core::trace::{self, TraceError};
 use joinguard_core::{
-    MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput, StatusReport,
-    StatusSpec, Stopped, TraceRequest, Verdict,
+    Ending, MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput,
+    StatusReport, StatusSpec, Stopped, TraceRequest,
 };
 use tokio::runtime::Runtime;
-
-/// The exit codes, in one place.
-pub mod exit {
-    /// Fit for the join (warnings allowed), or done.
-    pub const FIT: u8 = 0;
-    /// Not fit, or failed.
-    pub const UNFIT: u8 = 1;
-    /// A flag, file or config field could not be used; nothing was judged.
-    pub const INVALID_INPUT: u8 = 2;
-    /// A CA pin, JWS signature or certificate did not verify.
-    pub const TRUST_FAILURE: u8 = 3;
-}
 
 /// The binary's notes: each line to stderr as it happens.
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,25 +60,14 @@ pub fn runtime() -> std::io::Result<Runtime> {
         .build()
 }
 
-/// A command that stopped early: its message on stderr, its exit code.
-fn stopped(command: &str, s: &Stopped) -> u8 {
+/// A command that stopped early: its message on stderr, its ending.
+fn stopped(command: &str, s: &Stopped) -> Ending {
     say(&format!("joinguard {command}: {s}"));
-    match s {
-        Stopped::Invalid(_) => exit::INVALID_INPUT,
-        Stopped::Trust(_) => exit::TRUST_FAILURE,
-        Stopped::Failed(_) => exit::UNFIT,
-    }
-}
-
-fn verdict_code(v: &Verdict) -> u8 {
-    match v {
-        Verdict::Fit => exit::FIT,
-        Verdict::Unfit => exit::UNFIT,
-    }
+    s.ending()
 }
 
 /// `joinguard preflight`.
-pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> u8 {
+pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
     let started = Instant::now();
     let mut input = match rt.block_on(preflight::resolve_input(spec, &Recorder::new(), &Stderr)) {
         Ok(i) => i,
@@ -102,30 +80,30 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> u8 {
             .saturating_sub(started.elapsed())
             .max(Duration::from_millis(500));
     }
-    match rt.block_on(preflight::preflight(&input, &Stderr)) {
+    let outcome = rt.block_on(preflight::preflight(&input, &Stderr));
+    match &outcome {
         Outcome::Trust(msg) => {
             say(&format!(
                 "[preflight] trust failure: {msg}\n[preflight] This is not retried: check that the \
                  CA file belongs to this cluster, or that nothing intercepts the connection."
             ));
-            exit::TRUST_FAILURE
         }
         Outcome::Report(r) => {
             let mut buf = Vec::new();
             let res = match input.output {
-                Output::Text => report::render_text(&r, &mut buf),
-                Output::Json => report::render_json(&r, &mut buf),
+                Output::Text => report::render_text(r, &mut buf),
+                Output::Json => report::render_json(r, &mut buf),
             };
             if res.is_ok() {
                 stdout(&String::from_utf8_lossy(&buf));
             }
-            verdict_code(&r.verdict)
         }
     }
+    outcome.ending()
 }
 
 /// `joinguard update-status`.
-pub fn update_status(rt: &Runtime, spec: StatusSpec) -> u8 {
+pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
     let input = match StatusInput::from_args(&spec, &Stderr) {
         Ok(i) => i,
         Err(e) => return stopped("update-status", &Stopped::Invalid(e.to_string())),
@@ -145,11 +123,11 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> u8 {
         Output::Text => status::render_text(&report),
         Output::Json => status::render_json(&report),
     });
-    report.exit_code()
+    report.ending()
 }
 
 /// `joinguard trace`.
-pub fn trace(rt: &Runtime, request: TraceRequest) -> u8 {
+pub fn trace(rt: &Runtime, request: TraceRequest) -> Ending {
     let spec = match rt.block_on(spec_from_request(&request)) {
         Ok(s) => s,
         Err(e) => return stopped("trace", &Stopped::Invalid(e.to_string())),
@@ -177,7 +155,7 @@ pub fn trace(rt: &Runtime, request: TraceRequest) -> u8 {
             if res.is_ok() {
                 stdout(&String::from_utf8_lossy(&buf));
             }
-            p.exit_code()
+            p.ending()
         }
         // No CAP_NET_RAW, or a protocol this host cannot send: the invocation is at fault.
         Err(e @ (TraceError::NoPrivilege(_) | TraceError::Unsupported(_))) => {
@@ -188,7 +166,7 @@ pub fn trace(rt: &Runtime, request: TraceRequest) -> u8 {
 }
 
 /// `joinguard monitor`: runs until SIGTERM/SIGINT.
-pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> u8 {
+pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> Ending {
     let config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
         Ok(c) => c,
         Err(e) => return stopped("monitor", &Stopped::Invalid(format!("--config {e}"))),
@@ -205,7 +183,7 @@ pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> u8 {
                 monitor::wait_for_signal().await;
                 tracing::info!("shutting down");
                 m.stop();
-                exit::FIT
+                Ending::Done
             }
             Err(e) => stopped("monitor", &e),
         }

@@ -10,16 +10,15 @@
 use std::path::{Path, PathBuf};
 
 use joinguard_core::learner::{
-    self, CleanupOutcome, CleanupSpec, EtcdAccess, LearnerError, MemberRef, NodeRef,
-    PromoteOutcome, PromoteSpec,
+    self, CleanupOutcome, CleanupSpec, EtcdAccess, MemberRef, NodeRef, PromoteOutcome, PromoteSpec,
 };
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
-use joinguard_core::Recorder;
+use joinguard_core::{Ending, Recorder};
 use serde_json::json;
 use tokio::runtime::Runtime;
 
 use crate::cli::{CleanupArgs, EtcdMemberArgs, Output, PromoteArgs};
-use crate::commands::{exit, say, stdout};
+use crate::commands::{say, stdout};
 
 /// kubeadm's file names under the certificate directory.
 const CA: &str = "etcd/ca.crt";
@@ -77,14 +76,6 @@ fn load_identity(cert: &Path, key: &Path) -> Result<ClientIdentity, String> {
     ClientIdentity::load(cert, key).map_err(|e| e.to_string())
 }
 
-fn error_code(e: &LearnerError) -> u8 {
-    match e {
-        LearnerError::Invalid(_) => exit::INVALID_INPUT,
-        e if e.trust_failure().is_some() => exit::TRUST_FAILURE,
-        _ => exit::UNFIT,
-    }
-}
-
 fn progress(cmd: &'static str) -> impl Fn(&learner::Progress) + Sync {
     move |p| say(&format!("[{cmd}] {p}"))
 }
@@ -134,13 +125,13 @@ fn print(
 }
 
 /// `joinguard etcd promote`.
-pub fn promote(rt: &Runtime, args: PromoteArgs) -> u8 {
+pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
     const CMD: &str = "etcd promote";
     let r = match resolve(CMD, &args.member, true) {
         Ok(r) => r,
         Err(e) => {
             say(&format!("joinguard {CMD}: {e}"));
-            return exit::INVALID_INPUT;
+            return Ending::InvalidInput;
         }
     };
     let spec = PromoteSpec {
@@ -175,35 +166,35 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> u8 {
                 if promote_calls == 1 { "" } else { "s" },
             );
             print(out, CMD, "promoted", &msg, Some(&member), &recorder);
-            exit::FIT
+            Ending::Done
         }
         Ok(PromoteOutcome::AlreadyVoter { member }) => {
             let msg = format!("{member} is already a voter: nothing to do");
             print(out, CMD, "nothingToDo", &msg, Some(&member), &recorder);
-            exit::FIT
+            Ending::Done
         }
         Ok(PromoteOutcome::Refused(why)) => {
             print(out, CMD, "refused", &why, None, &recorder);
-            exit::UNFIT
+            Ending::Failed
         }
         Err(e) => {
             say(&format!("joinguard {CMD}: {e}"));
             if out == Output::Json {
                 stdout(&document(CMD, "failed", &e.to_string(), None, &recorder));
             }
-            error_code(&e)
+            e.ending()
         }
     }
 }
 
 /// `joinguard etcd cleanup`.
-pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> u8 {
+pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
     const CMD: &str = "etcd cleanup";
     let r = match resolve(CMD, &args.member, args.member_id.is_none()) {
         Ok(r) => r,
         Err(e) => {
             say(&format!("joinguard {CMD}: {e}"));
-            return exit::INVALID_INPUT;
+            return Ending::InvalidInput;
         }
     };
     let spec = CleanupSpec {
@@ -231,7 +222,7 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> u8 {
                 quorum_note(&quorum)
             );
             print(out, CMD, "removed", &msg, Some(&member), &recorder);
-            exit::FIT
+            Ending::Done
         }
         Ok(CleanupOutcome::WouldRemove { member, quorum }) => {
             let msg = format!(
@@ -239,22 +230,22 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> u8 {
                 quorum_note(&quorum)
             );
             print(out, CMD, "wouldRemove", &msg, Some(&member), &recorder);
-            exit::FIT
+            Ending::Done
         }
         Ok(CleanupOutcome::NothingToDo(why)) => {
             print(out, CMD, "nothingToDo", &why, None, &recorder);
-            exit::FIT
+            Ending::Done
         }
         Ok(CleanupOutcome::Refused(why)) => {
             print(out, CMD, "refused", &why, None, &recorder);
-            exit::UNFIT
+            Ending::Failed
         }
         Err(e) => {
             say(&format!("joinguard {CMD}: {e}"));
             if out == Output::Json {
                 stdout(&document(CMD, "failed", &e.to_string(), None, &recorder));
             }
-            error_code(&e)
+            e.ending()
         }
     }
 }

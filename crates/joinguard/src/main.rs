@@ -5,13 +5,14 @@
 use std::process::ExitCode;
 
 use joinguard::cli::{Command, EtcdCommand};
-use joinguard::commands::{self, exit};
+use joinguard::commands;
+use joinguard_core::Ending;
 
 fn main() -> ExitCode {
     // kubeadm's spellings (`--v=5`, `-v 5`, `--node_name`) are rewritten before clap parses.
     let cli = joinguard::cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     joinguard::logging::init(cli.verbosity());
-    let code = match cli.command {
+    let ending = match cli.command {
         Command::Version(args) => joinguard::version::print_version(args),
         Command::Completion(args) => joinguard::manual::run_completion(args),
         Command::Man(args) => joinguard::manual::run_man(args),
@@ -23,13 +24,13 @@ fn main() -> ExitCode {
                 Command::Monitor(args) => commands::monitor(&rt, &args.config, args.listen),
                 Command::Etcd(EtcdCommand::Promote(args)) => joinguard::etcd::promote(&rt, *args),
                 Command::Etcd(EtcdCommand::Cleanup(args)) => joinguard::etcd::cleanup(&rt, *args),
-                Command::Version(_) | Command::Completion(_) | Command::Man(_) => exit::FIT,
+                Command::Version(_) | Command::Completion(_) | Command::Man(_) => Ending::Done,
             },
             Err(e) => {
                 commands::say(&format!("joinguard: cannot start the runtime: {e}"));
-                exit::UNFIT
+                Ending::Failed
             }
         },
     };
-    ExitCode::from(code)
+    ExitCode::from(ending.code())
 }

@@ -10,6 +10,7 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionArgs, ManArgs};
 use crate::commands as output;
+use joinguard_core::Ending;
 
 /// Renders the completion script for `shell`.
 pub fn completion(shell: clap_complete::Shell) -> Vec<u8> {
@@ -75,35 +76,35 @@ pub fn visible_commands(root: &clap::Command) -> Vec<String> {
 }
 
 /// `joinguard completion SHELL`.
-pub fn run_completion(args: CompletionArgs) -> u8 {
+pub fn run_completion(args: CompletionArgs) -> Ending {
     output::stdout_bytes(&completion(args.shell));
-    0
+    Ending::Done
 }
 
 /// `joinguard man [COMMAND] [--out-dir DIR]`.
-pub fn run_man(args: ManArgs) -> u8 {
+pub fn run_man(args: ManArgs) -> Ending {
     if let Some(dir) = args.out_dir {
         return match write_man_pages(&dir) {
             Ok(paths) => {
                 for p in paths {
                     output::say(&format!("wrote {}", p.display()));
                 }
-                0
+                Ending::Done
             }
             Err(e) => {
                 output::say(&format!("joinguard man: {e}"));
-                1
+                Ending::Failed
             }
         };
     }
     match man_page(args.command.as_deref()) {
         Ok(page) => {
             let _ = io::stdout().lock().write_all(&page);
-            0
+            Ending::Done
         }
         Err(e) => {
             output::say(&e);
-            2
+            Ending::InvalidInput
         }
     }
 }

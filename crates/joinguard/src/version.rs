@@ -1,6 +1,7 @@
 //! `joinguard version`: the build information fixed at build time (see build.rs).
 
 use crate::commands as output;
+use joinguard_core::Ending;
 
 /// What `joinguard version` reports, fixed at build time (see build.rs).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -31,7 +32,7 @@ pub fn build_info() -> BuildInfo {
 }
 
 /// `joinguard version [-o json]`.
-pub fn print_version(args: crate::cli::VersionArgs) -> u8 {
+pub fn print_version(args: crate::cli::VersionArgs) -> Ending {
     let b = build_info();
     match args.output {
         crate::cli::Output::Json => output::stdout(&format!(
@@ -48,5 +49,5 @@ pub fn print_version(args: crate::cli::VersionArgs) -> u8 {
             b.rustc,
         )),
     }
-    0
+    Ending::Done
 }

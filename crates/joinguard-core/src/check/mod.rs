@@ -19,18 +19,6 @@ use crate::sampling::SamplingPolicy;
 use crate::stats::{LossEstimate, Summary};
 use crate::target::{Target, TargetKind};
 
-/// Process exit codes (issue 3; the CLI returns them, scripts branch on them).
-pub mod exit {
-    /// Fit for a control-plane join; warnings allowed.
-    pub const FIT: u8 = 0;
-    /// Not fit: at least one check that is not ignored failed.
-    pub const UNFIT: u8 = 1;
-    /// A flag or file could not be used; nothing was judged.
-    pub const INVALID_INPUT: u8 = 2;
-    /// A CA pin, JWS signature or server certificate did not verify. Never retried or downgraded.
-    pub const TRUST_FAILURE: u8 = 3;
-}
-
 mod api;
 mod clock;
 mod cluster;

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
 
-use super::exit;
+use crate::failure::Ending;
 
 /// Target name of checks about the etcd cluster as a whole rather than one endpoint.
 pub const CLUSTER_TARGET: &str = "etcd-cluster";
@@ -271,10 +271,10 @@ impl Verdict {
         }
     }
 
-    pub fn exit_code(self) -> u8 {
+    pub fn ending(self) -> Ending {
         match self {
-            Verdict::Fit => exit::FIT,
-            Verdict::Unfit => exit::UNFIT,
+            Verdict::Fit => Ending::Done,
+            Verdict::Unfit => Ending::Failed,
         }
     }
 }

@@ -502,8 +502,8 @@ fn ignored_errors_and_warnings_become_ignored_and_the_verdict_is_fit() {
     assert_eq!(done[1].status, Status::Ok);
     assert_eq!(done[2].status, Status::Warning);
     assert_eq!(Verdict::from_checks(&done), Verdict::Fit);
-    assert_eq!(Verdict::from_checks(&done).exit_code(), exit::FIT);
-    assert_eq!(Verdict::Unfit.exit_code(), exit::UNFIT);
+    assert_eq!(Verdict::from_checks(&done).ending().code(), 0);
+    assert_eq!(Verdict::Unfit.ending().code(), 1);
 }
 
 fn member(ep: &str, name: &str, id: u64, leader: u64) -> EtcdMemberHealth {

@@ -69,6 +69,16 @@ pub enum LearnerError {
 }
 
 impl LearnerError {
+    /// Invalid input, a trust failure, or a failure to reach or change the cluster.
+    pub fn ending(&self) -> crate::failure::Ending {
+        use crate::failure::Ending;
+        match self {
+            LearnerError::Invalid(_) => Ending::InvalidInput,
+            e if e.trust_failure().is_some() => Ending::Untrusted,
+            _ => Ending::Failed,
+        }
+    }
+
     /// The trust failure, if that is why it stopped (the CLI exits 3).
     pub fn trust_failure(&self) -> Option<crate::failure::TrustFailure> {
         match self {

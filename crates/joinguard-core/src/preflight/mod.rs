@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::check::member::NodeRef;
 use crate::check::{
-    exit, unreachable_endpoints, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET,
+    unreachable_endpoints, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET,
 };
-use crate::failure::TrustFailure;
+use crate::failure::{Ending, TrustFailure};
 use crate::notes::Notes;
 use crate::retry::{wait_until, Backoff};
 use crate::sampling::SamplingPolicy;
@@ -39,6 +39,15 @@ pub enum Outcome {
     Report(Box<Report>),
     /// A certificate did not verify against the given CA: never retried, never downgraded.
     Trust(TrustFailure),
+}
+
+impl Outcome {
+    pub fn ending(&self) -> Ending {
+        match self {
+            Outcome::Report(r) => r.ending(),
+            Outcome::Trust(_) => Ending::Untrusted,
+        }
+    }
 }
 
 /// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets
@@ -73,7 +82,7 @@ async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome 
             {
                 // A trust failure ends the wait: waiting cannot fix a wrong CA.
                 o @ Outcome::Trust(_) => Ok(o),
-                Outcome::Report(r) if r.exit_code() == exit::FIT => Ok(Outcome::Report(r)),
+                Outcome::Report(r) if r.ending() == Ending::Done => Ok(Outcome::Report(r)),
                 Outcome::Report(r) => Err(r),
             }
         },

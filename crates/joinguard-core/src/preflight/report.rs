@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::check::{CheckName, CheckResult, Status, Verdict};
+use crate::failure::Ending;
 use crate::probe::ProbeKind;
 use crate::stats::Summary;
 use crate::target::TargetKind;
@@ -152,9 +153,9 @@ impl Report {
         }
     }
 
-    /// 0 fit, 1 unfit. Trust failures (3) and bad input (2) never reach a report.
-    pub fn exit_code(&self) -> u8 {
-        self.verdict.exit_code()
+    /// Done when fit, Failed when unfit. Trust failures and bad input never reach a report.
+    pub fn ending(&self) -> Ending {
+        self.verdict.ending()
     }
 }
 
@@ -599,7 +600,7 @@ mod tests {
     fn ignored_errors_print_as_warnings_and_pass() {
         let r = lab("etcdpeerlatency");
         assert_eq!(r.verdict, Verdict::Fit);
-        assert_eq!(r.exit_code(), 0);
+        assert_eq!(r.ending(), Ending::Done);
         let slow = r
             .checks
             .iter()

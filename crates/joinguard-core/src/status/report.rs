@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::{OpOutcome, Run};
-use crate::check::exit;
+use crate::failure::Ending;
 use crate::retry::{AttemptRecord, Recorder};
 
 /// One operation of the run.
@@ -63,18 +63,19 @@ impl<'a> StatusReport<'a> {
         }
     }
 
-    /// 0 done (or nothing to do), 1 failed, 3 trust failure.
-    pub fn exit_code(&self) -> u8 {
+    /// Done (or nothing to do), Failed, or Untrusted when the failed operation met a
+    /// certificate that did not verify.
+    pub fn ending(&self) -> Ending {
         for op in &self.run.ops {
             if let OpOutcome::Failed(e) = &op.outcome {
                 return if e.is_trust() {
-                    exit::TRUST_FAILURE
+                    Ending::Untrusted
                 } else {
-                    exit::UNFIT
+                    Ending::Failed
                 };
             }
         }
-        0
+        Ending::Done
     }
 
     fn retries(&self) -> usize {
@@ -147,7 +148,7 @@ pub fn render_text(r: &StatusReport<'_>) -> String {
         }
     }
     let total: u32 = r.run.ops.iter().map(|o| o.calls).sum();
-    if r.exit_code() == 0 {
+    if r.ending() == Ending::Done {
         let summary = if changed == 0 {
             "nothing to do, everything was already in place".to_string()
         } else {
@@ -197,8 +198,8 @@ pub fn render_json(r: &StatusReport<'_>) -> String {
         "server": r.server,
         "node": r.node,
         "era": r.run.era.map(|e| e.as_str()),
-        "ok": r.exit_code() == 0,
-        "exitCode": r.exit_code(),
+        "ok": r.ending() == Ending::Done,
+        "exitCode": r.ending().code(),
         "elapsedMs": r.run.elapsed.as_millis() as u64,
         "operations": ops,
         "attempts": r.attempts,

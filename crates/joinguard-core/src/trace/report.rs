@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::analysis::{attribute, Attribution};
 use super::{FinalReply, PathTrace, TraceProtocol};
+use crate::failure::Ending;
 
 /// Version of the `joinguard trace -o json` shape. Adding keys is compatible.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -35,17 +36,17 @@ impl TracedPath {
         }
     }
 
-    /// 0 when the target answered every probe sent to it, else 1.
-    pub fn exit_code(&self) -> u8 {
+    /// Done when the target answered every probe sent to it, else Failed.
+    pub fn ending(&self) -> Ending {
         let clean_at_target = self
             .trace
             .hops
             .last()
             .is_some_and(|h| h.is_target && h.received == h.sent && h.sent > 0);
         if self.trace.reached && clean_at_target {
-            0
+            Ending::Done
         } else {
-            1
+            Ending::Failed
         }
     }
 }
@@ -304,7 +305,7 @@ mod tests {
             lines[6],
             "[trace] latency first appears at hop 2 (198.18.0.3): +60.1 ms"
         );
-        assert_eq!(p.exit_code(), 0);
+        assert_eq!(p.ending(), Ending::Done);
     }
 
     #[test]
@@ -339,7 +340,7 @@ mod tests {
             text.contains("the path MTU drops to 1400 bytes at hop 2 (198.18.0.3): 198.18.0.3"),
             "{text}"
         );
-        assert_eq!(p.exit_code(), 0);
+        assert_eq!(p.ending(), Ending::Done);
         let mut out = Vec::new();
         render_json(&p, &mut out).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -355,7 +356,7 @@ mod tests {
         t.reached = false;
         t.final_reply = None;
         let p = TracedPath::new(t);
-        assert_eq!(p.exit_code(), 1);
+        assert_eq!(p.ending(), Ending::Failed);
         assert!(
             p.findings[0].starts_with(
                 "198.18.0.4 not reached: the last hop that answered is hop 1 (198.18.0.2)"
