@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = t.url();
         }
         for bare in [false, true] {
-            let _ = joinguard_core::preflight::input::parse_endpoint("--flag", s, kind, 2379, bare);
+            let _ = joinguard_core::preflight::input::parse_endpoint("--flag", s, kind, bare);
         }
     }
     let _ = joinguard::cli::parse_duration(s);

@@ -99,7 +99,7 @@ impl PreflightInput {
         let api = a
             .api_server_endpoint
             .as_deref()
-            .map(|v| parse_endpoint("API_SERVER_ENDPOINT", v, TargetKind::ApiServer, 6443, true))
+            .map(|v| parse_endpoint("API_SERVER_ENDPOINT", v, TargetKind::ApiServer, true))
             .transpose()?;
         if let Some(api) = &api {
             if !api.tls {
@@ -129,10 +129,10 @@ impl PreflightInput {
             ));
         }
         let tls_given = etcd_ca.is_some() || etcd_identity.is_some();
-        let parse_list = |flag: &'static str, vals: &[String], kind, port| {
+        let parse_list = |flag: &'static str, vals: &[String], kind| {
             let mut out: Vec<Target> = Vec::new();
             for v in vals.iter().map(|v| v.trim()).filter(|v| !v.is_empty()) {
-                let t = parse_endpoint(flag, v, kind, port, true)?;
+                let t = parse_endpoint(flag, v, kind, true)?;
                 if !t.tls && tls_given {
                     return Err(flag_err(
                         flag,
@@ -152,13 +152,11 @@ impl PreflightInput {
             "--etcd-endpoints",
             &a.etcd_endpoints,
             TargetKind::EtcdClient,
-            2379,
         )?;
         let etcd_peers = parse_list(
             "--etcd-peer-endpoints",
             &a.etcd_peer_endpoints,
             TargetKind::EtcdPeer,
-            2380,
         )?;
         if api.is_none() && etcd_clients.is_empty() && etcd_peers.is_empty() {
             return Err(InputError::Other(
@@ -264,84 +262,18 @@ fn flag_err(flag: &'static str, value: &str, reason: &str) -> InputError {
     }
 }
 
-/// Parses `https://host:port`, `http://host:port` or a bare `host:port` (taken as https, as
-/// kubeadm and etcdctl do). A missing port gets `default_port`.
+/// Parses an endpoint flag value with the one endpoint parser ([`Target::parse`]); the error
+/// names the flag, and never repeats a URL with credentials.
 pub fn parse_endpoint(
     flag: &'static str,
     value: &str,
     kind: TargetKind,
-    default_port: u16,
     allow_bare: bool,
 ) -> Result<Target, InputError> {
-    let with_scheme = if value.contains("://") {
-        value.to_string()
-    } else if allow_bare {
-        format!("https://{value}")
-    } else {
-        return Err(flag_err(
-            flag,
-            value,
-            "expected a URL like https://10.0.0.11:2379",
-        ));
-    };
-    let url = url::Url::parse(&with_scheme).map_err(|e| {
-        flag_err(
-            flag,
-            value,
-            &format!("not a valid URL ({e}); expected https://HOST:PORT, e.g. https://10.0.0.11:{default_port}"),
-        )
-    })?;
-    let tls = match url.scheme() {
-        "https" => true,
-        "http" => false,
-        s => {
-            return Err(flag_err(
-                flag,
-                value,
-                &format!("scheme `{s}` is not supported; expected https:// (or http://)"),
-            ))
-        }
-    };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(flag_err(
-            flag,
-            "<redacted>",
-            "credentials in the URL are not supported; remove user:password@",
-        ));
-    }
-    if url.path() != "/" && !url.path().is_empty() {
-        return Err(flag_err(
-            flag,
-            value,
-            "expected only scheme, host and port, without a path",
-        ));
-    }
-    let host = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.to_string(),
-        Some(url::Host::Ipv6(ip)) => ip.to_string(),
-        Some(url::Host::Domain(d)) if !d.is_empty() => d.to_string(),
-        _ => return Err(flag_err(flag, value, "the URL has no host")),
-    };
-    // `url` elides a port equal to the scheme's default (443 for https), so look for it.
-    let explicit_443 = url.port().is_none() && url.authority().ends_with(":443")
-        || with_scheme.trim_end_matches('/').ends_with(":443");
-    let port = match url.port() {
-        Some(p) => p,
-        None if explicit_443 => 443,
-        None => default_port,
-    };
-    let endpoint = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    Ok(Target {
-        kind,
-        endpoint,
-        host,
-        port,
-        tls,
-        member: None,
+    Target::parse(kind, value, allow_bare).map_err(|e| InputError::Flag {
+        flag: flag.to_string(),
+        value: e.url,
+        reason: e.problem.to_string(),
     })
 }
 
@@ -380,30 +312,15 @@ mod tests {
             "--etcd-endpoints",
             "https://10.0.0.11:2379",
             TargetKind::EtcdClient,
-            2379,
             true,
         )
         .unwrap();
         assert_eq!((t.endpoint.as_str(), t.tls), ("10.0.0.11:2379", true));
-        let t = parse_endpoint("x", "10.0.0.11", TargetKind::EtcdClient, 2379, true).unwrap();
+        let t = parse_endpoint("x", "10.0.0.11", TargetKind::EtcdClient, true).unwrap();
         assert_eq!(t.endpoint, "10.0.0.11:2379");
-        let t = parse_endpoint(
-            "x",
-            "http://[fd00::1]:2380",
-            TargetKind::EtcdPeer,
-            2380,
-            true,
-        )
-        .unwrap();
+        let t = parse_endpoint("x", "http://[fd00::1]:2380", TargetKind::EtcdPeer, true).unwrap();
         assert_eq!((t.endpoint.as_str(), t.tls), ("[fd00::1]:2380", false));
-        let t = parse_endpoint(
-            "x",
-            "api.example.com:6443",
-            TargetKind::ApiServer,
-            6443,
-            true,
-        )
-        .unwrap();
+        let t = parse_endpoint("x", "api.example.com:6443", TargetKind::ApiServer, true).unwrap();
         assert_eq!(t.host, "api.example.com");
     }
 
@@ -416,8 +333,8 @@ mod tests {
             "https://h:1/path",
             "https://u:p@h:1",
         ] {
-            let e = parse_endpoint("--etcd-endpoints", bad, TargetKind::EtcdClient, 2379, true)
-                .unwrap_err();
+            let e =
+                parse_endpoint("--etcd-endpoints", bad, TargetKind::EtcdClient, true).unwrap_err();
             let msg = e.to_string();
             assert!(msg.starts_with("--etcd-endpoints"), "{bad}: {msg}");
             assert!(!msg.contains("u:p@"), "credentials leaked: {msg}");

@@ -535,7 +535,6 @@ impl Found {
                     "kubeadm-config etcd endpoint",
                     c,
                     TargetKind::EtcdClient,
-                    2379,
                     true,
                 )?;
                 if !input.etcd_clients.iter().any(|o| o.endpoint == t.endpoint) {
