@@ -13,8 +13,9 @@ use joinguard_core::learner::{
     self, CleanupOutcome, CleanupSpec, EtcdAccess, MemberRef, NodeRef, PromoteOutcome, PromoteSpec,
 };
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::retry::AttemptRecord;
 use joinguard_core::{Ending, Recorder};
-use serde_json::json;
+use serde::Serialize;
 use tokio::runtime::Runtime;
 
 use crate::cli::{CleanupArgs, EtcdMemberArgs, Output, PromoteArgs};
@@ -80,13 +81,30 @@ fn progress(cmd: &'static str) -> impl Fn(&learner::Progress) + Sync {
     move |p| say(&format!("[{cmd}] {p}"))
 }
 
-fn member_json(m: &MemberRef) -> serde_json::Value {
-    json!({
-        "id": format!("{:x}", m.id),
-        "name": m.name,
-        "peerURLs": m.peer_urls,
-        "state": m.state.to_string(),
-    })
+/// The JSON document's version (docs/schema/etcd.schema.json).
+const SCHEMA_VERSION: u32 = 2;
+
+/// `etcd promote|cleanup -o json`, as docs/schema/etcd.schema.json describes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EtcdDocument<'a> {
+    schema_version: u32,
+    command: &'a str,
+    result: &'a str,
+    message: &'a str,
+    member: Option<MemberDocument>,
+    attempts: Vec<AttemptRecord>,
+}
+
+/// The member the command acted on.
+#[derive(Serialize)]
+struct MemberDocument {
+    /// Hexadecimal, as etcdctl prints member IDs.
+    id: String,
+    name: String,
+    #[serde(rename = "peerURLs")]
+    peer_urls: Vec<String>,
+    state: String,
 }
 
 fn document(
@@ -96,14 +114,19 @@ fn document(
     member: Option<&MemberRef>,
     recorder: &Recorder,
 ) -> String {
-    let doc = json!({
-        "schemaVersion": 2,
-        "command": cmd,
-        "result": result,
-        "message": message,
-        "member": member.map(member_json),
-        "attempts": recorder.records(),
-    });
+    let doc = EtcdDocument {
+        schema_version: SCHEMA_VERSION,
+        command: cmd,
+        result,
+        message,
+        member: member.map(|m| MemberDocument {
+            id: format!("{:x}", m.id),
+            name: m.name.clone(),
+            peer_urls: m.peer_urls.clone(),
+            state: m.state.to_string(),
+        }),
+        attempts: recorder.records(),
+    };
     format!(
         "{}\n",
         serde_json::to_string_pretty(&doc).unwrap_or_default()

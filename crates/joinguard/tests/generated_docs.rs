@@ -3,6 +3,10 @@
 //! (`contrib/completions/`, `docs/man/`) must be exactly what this binary prints, so a flag
 //! change without `scripts/gen-docs` fails here.
 
+#[allow(dead_code)]
+#[path = "lab/schema.rs"]
+mod schema;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -124,6 +128,7 @@ fn version_reports_the_build() {
     let (code, out, _) = joinguard(&["version", "-o", "json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    schema::assert_document("version", &String::from_utf8_lossy(&out));
     assert_eq!(v["schemaVersion"], 1);
     assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
     assert!(v["rustc"].as_str().unwrap().starts_with("rustc "), "{v}");

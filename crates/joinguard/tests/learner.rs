@@ -6,6 +6,10 @@
 //!
 //! Tests whose name contains `etcd` run twice in CI, once per etcd version.
 
+#[allow(dead_code)]
+#[path = "lab/schema.rs"]
+mod schema;
+
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -782,6 +786,7 @@ fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
     let r = jg(&strs(&a));
     r.assert_exit(0);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    schema::assert_valid("etcd", &r);
     assert_eq!(v["schemaVersion"], 2);
     assert_eq!(v["result"], "removed");
     assert_eq!(v["member"]["id"], format!("{id:x}"));

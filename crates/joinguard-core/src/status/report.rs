@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use tokio::time::Instant;
 
 use super::{OpOutcome, Run};
 use crate::failure::Ending;
-use crate::retry::{AttemptRecord, Recorder};
+use crate::retry::{AttemptRecord, ErrorClass, Recorder};
 
 /// One operation of the run.
 #[derive(Debug)]
@@ -170,41 +170,78 @@ pub fn render_text(r: &StatusReport<'_>) -> String {
     out
 }
 
+/// The JSON document's version (docs/schema/update-status.schema.json).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// `update-status -o json`, as docs/schema/update-status.schema.json describes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusDocument<'a> {
+    schema_version: u32,
+    command: &'static str,
+    server: &'a str,
+    node: &'a str,
+    era: Option<&'static str>,
+    ok: bool,
+    exit_code: u8,
+    elapsed_ms: u64,
+    operations: Vec<OperationDocument<'a>>,
+    attempts: &'a [AttemptRecord],
+}
+
+/// One operation; a failed one says why, its class and whether its budget ran out.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OperationDocument<'a> {
+    op: &'a str,
+    what: &'a str,
+    result: &'static str,
+    calls: u32,
+    elapsed_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class: Option<ErrorClass>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_exhausted: Option<bool>,
+}
+
 /// One JSON object.
 pub fn render_json(r: &StatusReport<'_>) -> String {
-    let ops: Vec<Value> = r
+    let operations = r
         .run
         .ops
         .iter()
         .map(|o| {
-            let mut v = json!({
-                "op": o.op,
-                "what": o.what,
-                "result": o.word(),
-                "calls": o.calls,
-                "elapsedMs": o.elapsed.as_millis() as u64,
-            });
-            if let OpOutcome::Failed(e) = &o.outcome {
-                v["error"] = json!(e.to_string());
-                v["class"] = json!(e.class);
-                v["budgetExhausted"] = json!(e.budget_exhausted());
+            let failed = match &o.outcome {
+                OpOutcome::Failed(e) => Some(e),
+                _ => None,
+            };
+            OperationDocument {
+                op: &o.op,
+                what: &o.what,
+                result: o.word(),
+                calls: o.calls,
+                elapsed_ms: o.elapsed.as_millis() as u64,
+                error: failed.map(|e| e.to_string()),
+                class: failed.map(|e| e.class),
+                budget_exhausted: failed.map(|e| e.budget_exhausted()),
             }
-            v
         })
         .collect();
-    let v = json!({
-        "schemaVersion": 2,
-        "command": "update-status",
-        "server": r.server,
-        "node": r.node,
-        "era": r.run.era.map(|e| e.as_str()),
-        "ok": r.ending() == Ending::Done,
-        "exitCode": r.ending().code(),
-        "elapsedMs": r.run.elapsed.as_millis() as u64,
-        "operations": ops,
-        "attempts": r.attempts,
-    });
-    let mut s = serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into());
+    let doc = StatusDocument {
+        schema_version: SCHEMA_VERSION,
+        command: "update-status",
+        server: &r.server,
+        node: &r.node,
+        era: r.run.era.map(|e| e.as_str()),
+        ok: r.ending() == Ending::Done,
+        exit_code: r.ending().code(),
+        elapsed_ms: r.run.elapsed.as_millis() as u64,
+        operations,
+        attempts: &r.attempts,
+    };
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
 }

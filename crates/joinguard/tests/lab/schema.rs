@@ -17,6 +17,22 @@ fn schema_dir() -> PathBuf {
 /// document valid against `docs/schema/<schema>.schema.json`.
 #[track_caller]
 pub fn assert_valid(schema: &str, run: &Run) {
+    if let Err(e) = validate(schema, &run.stdout) {
+        panic!("{e}\n{run}");
+    }
+}
+
+#[allow(dead_code)] // used by the test binaries that include this file (learner, generated_docs)
+/// Panics with the validator's errors unless `doc` is valid against
+/// `docs/schema/<schema>.schema.json`.
+#[track_caller]
+pub fn assert_document(schema: &str, doc: &str) {
+    if let Err(e) = validate(schema, doc) {
+        panic!("{e}\n{doc}");
+    }
+}
+
+fn validate(schema: &str, doc: &str) -> Result<(), String> {
     let path = schema_dir().join(format!("{schema}.schema.json"));
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/validate_schema.py");
     let mut child = Command::new("python3")
@@ -31,13 +47,16 @@ pub fn assert_valid(schema: &str, run: &Run) {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(run.stdout.as_bytes())
+        .write_all(doc.as_bytes())
         .expect("write the document");
     let out = child.wait_with_output().expect("validator ran");
-    assert!(
-        out.status.success(),
-        "stdout does not match {}:\n{}\n{run}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the document does not match {}:\n{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
 }
