@@ -4,10 +4,11 @@
 //! 1. foundation: limits, target, key, stats, duration, notes, failure, spec, logging, yaml (the
 //!    only module that names the YAML crate), and the TLS material `probe::identity`;
 //! 2. kube, kubeadm, joinconfig, retry (retry may use kube's types, not the reverse);
-//! 3. probe, sampling, check, trace (the tracer; the `trace` command itself is in the binary);
+//! 3. probe, sampling, check, trace (the tracer and `trace::command`, the trace command's input
+//!    validation; the binary runs it and prints);
 //! 4. discovery;
-//! 5. the commands preflight (with its report, today the root `report`), status, monitor: none
-//!    imports another.
+//! 5. the commands preflight (with `preflight::report`), status, monitor, learner (etcd promote
+//!    and cleanup): none imports another.
 //!
 //! docs/architecture.md draws the same picture. A pair that breaks a rule today and has a
 //! planned move is in [`ALLOWED`] with that move named; merging the move empties its line.
