@@ -43,7 +43,7 @@ pub use notes::{Notes, Silent};
 pub use preflight::report::Report;
 pub use preflight::{Outcome, PreflightInput};
 pub use retry::{Recorder, RetryPolicy};
-pub use spec::{KubeadmIgnored, Output, PreflightSpec, StatusSpec, TraceProtocol, TraceRequest};
+pub use spec::{Output, PreflightSpec, StatusSpec, TraceProtocol, TraceRequest};
 pub use status::{StatusInput, StatusReport};
 pub use target::{Target, TargetKind};
 pub use trace::{PathTrace, TraceSpec};

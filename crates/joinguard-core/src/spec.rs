@@ -167,67 +167,11 @@ pub struct PreflightSpec {
     /// Report format.
     pub output: Output,
 
-    pub kubeadm: KubeadmIgnored,
-
     /// The long names of the flags given on the command line (filled by the binary from clap's
     /// matches; the monitor fills it from its cluster section). kubeadm's `--config` rule and
-    /// the `-v` list of unused flags are judged from it.
+    /// the `-v` list of unused flags are judged from it; the values of the kubeadm flags
+    /// joinguard accepts and does not use stay in the binary.
     pub given: Vec<String>,
-}
-
-/// kubeadm join flags joinguard accepts and does not use (reported at -v).
-#[derive(Debug, Clone, Default)]
-pub struct KubeadmIgnored {
-    /// kubeadm: the CRI socket. joinguard does not talk to the container runtime.
-    pub cri_socket: Option<String>,
-
-    /// kubeadm: phases to skip. joinguard has no phases.
-    pub skip_phases: Vec<String>,
-
-    /// kubeadm: a directory of patches for static Pod manifests. joinguard writes none.
-    pub patches: Option<String>,
-
-    /// kubeadm: change nothing. joinguard changes nothing by default (see --write-probe).
-    pub dry_run: Option<bool>,
-
-    /// kubeadm: the host root filesystem to chroot into. joinguard reads its files as given.
-    pub rootfs: Option<String>,
-
-    /// klog (kubeadm 1.28-1.30, 1.34+): per-file log levels.
-    pub vmodule: Option<String>,
-
-    /// klog (kubeadm 1.28-1.33).
-    pub add_dir_header: Option<bool>,
-
-    /// klog (kubeadm 1.28-1.33).
-    pub skip_headers: Option<bool>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub alsologtostderr: Option<bool>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub log_backtrace_at: Option<String>,
-
-    /// klog (kubeadm 1.28-1.30). joinguard writes no log files.
-    pub log_dir: Option<String>,
-
-    /// klog (kubeadm 1.28-1.30). joinguard writes no log files.
-    pub log_file: Option<String>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub log_file_max_size: Option<u64>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub logtostderr: Option<bool>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub one_output: Option<bool>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub skip_log_headers: Option<bool>,
-
-    /// klog (kubeadm 1.28-1.30).
-    pub stderrthreshold: Option<String>,
 }
 
 /// `joinguard update-status`'s inputs as given, before `StatusInput::from_spec` validates them.

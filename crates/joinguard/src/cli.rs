@@ -860,32 +860,7 @@ impl From<PreflightArgs> for spec::PreflightSpec {
             timeout: a.timeout,
             node_name: a.node_name,
             output: a.output.into(),
-            kubeadm: a.kubeadm.into(),
             given: a.given,
-        }
-    }
-}
-
-impl From<KubeadmIgnored> for spec::KubeadmIgnored {
-    fn from(a: KubeadmIgnored) -> Self {
-        spec::KubeadmIgnored {
-            cri_socket: a.cri_socket,
-            skip_phases: a.skip_phases,
-            patches: a.patches,
-            dry_run: a.dry_run,
-            rootfs: a.rootfs,
-            vmodule: a.vmodule,
-            add_dir_header: a.add_dir_header,
-            skip_headers: a.skip_headers,
-            alsologtostderr: a.alsologtostderr,
-            log_backtrace_at: a.log_backtrace_at,
-            log_dir: a.log_dir,
-            log_file: a.log_file,
-            log_file_max_size: a.log_file_max_size,
-            logtostderr: a.logtostderr,
-            one_output: a.one_output,
-            skip_log_headers: a.skip_log_headers,
-            stderrthreshold: a.stderrthreshold,
         }
     }
 }

@@ -442,7 +442,6 @@ fn cluster_args(
         discovery_token: None,
         tls_bootstrap_token: None,
         discovery_file: None,
-        kubeadm: Default::default(),
         given,
         api_server_endpoint: c.api_server_endpoint,
         apiserver_cacert: c.apiserver_cacert,
