@@ -89,17 +89,7 @@ fn etcdctl_took(etcd: &EtcdCluster, lab: &Lab, endpoint: &str, runs: u32) -> f64
 }
 
 fn tls_args(etcd: &EtcdCluster) -> Vec<String> {
-    let id = etcd.client_identity();
-    vec![
-        "--etcd-endpoints".into(),
-        etcd.client_endpoints().join(","),
-        "--etcd-cacert".into(),
-        id.ca.display().to_string(),
-        "--etcd-cert".into(),
-        id.cert.display().to_string(),
-        "--etcd-key".into(),
-        id.key.display().to_string(),
-    ]
+    etcd.joinguard_args()
 }
 
 /// One `joinguard preflight -o json` run: (exit code, wall seconds, report).

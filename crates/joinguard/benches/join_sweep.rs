@@ -163,22 +163,15 @@ fn smoke() -> Vec<Cell> {
 
 /// The verdict: (verdict, exit code, checks in error, checks warning).
 fn preflight(env: &LabEnv) -> (String, i32, Vec<String>, Vec<String>) {
-    let id = env.etcd().client_identity();
-    let run = env.run([
+    let mut args = vec![
         "preflight".to_string(),
         "-o".into(),
         "json".into(),
         "--timeout".into(),
         "30s".into(),
-        "--etcd-endpoints".into(),
-        env.etcd().client_endpoints().join(","),
-        "--etcd-cacert".into(),
-        id.ca.display().to_string(),
-        "--etcd-cert".into(),
-        id.cert.display().to_string(),
-        "--etcd-key".into(),
-        id.key.display().to_string(),
-    ]);
+    ];
+    args.extend(env.etcd().joinguard_args());
+    let run = env.run(args);
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
     let names = |status: &str| -> Vec<String> {
         let set: BTreeSet<String> = v["checks"]

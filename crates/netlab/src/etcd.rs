@@ -482,6 +482,22 @@ impl EtcdCluster {
         self.client.clone()
     }
 
+    /// The etcd flags of a `joinguard preflight` against this cluster with its client identity:
+    /// `--etcd-endpoints` (every member), `--etcd-cacert`, `--etcd-cert`, `--etcd-key`.
+    pub fn joinguard_args(&self) -> Vec<String> {
+        let id = &self.client;
+        vec![
+            "--etcd-endpoints".into(),
+            self.client_endpoints().join(","),
+            "--etcd-cacert".into(),
+            id.ca.display().to_string(),
+            "--etcd-cert".into(),
+            id.cert.display().to_string(),
+            "--etcd-key".into(),
+            id.key.display().to_string(),
+        ]
+    }
+
     /// `https://IP:2379` of every member.
     pub fn client_endpoints(&self) -> Vec<String> {
         self.members.iter().map(|m| m.client_url.clone()).collect()

@@ -116,20 +116,9 @@ labtest!(
 
 /// joinguard's verdict from the joiner, as `(exit code, checks in error)`.
 fn verdict(env: &netlab::harness::LabEnv) -> (i32, Vec<String>) {
-    let id = env.etcd().client_identity();
-    let run = env.run([
-        "preflight".to_string(),
-        "-o".into(),
-        "json".into(),
-        "--etcd-endpoints".into(),
-        env.etcd().client_endpoints().join(","),
-        "--etcd-cacert".into(),
-        id.ca.display().to_string(),
-        "--etcd-cert".into(),
-        id.cert.display().to_string(),
-        "--etcd-key".into(),
-        id.key.display().to_string(),
-    ]);
+    let mut args = vec!["preflight".to_string(), "-o".into(), "json".into()];
+    args.extend(env.etcd().joinguard_args());
+    let run = env.run(args);
     let v = run.json();
     eprintln!(
         "DEBUG {}",

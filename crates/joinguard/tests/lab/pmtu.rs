@@ -20,18 +20,9 @@ fn lab() -> EnvBuilder {
 }
 
 fn preflight(env: &LabEnv) -> Run {
-    let id = env.etcd().client_identity();
-    let run = env.run([
-        "preflight".to_string(),
-        "--etcd-endpoints".into(),
-        env.etcd().client_endpoints().join(","),
-        "--etcd-cacert".into(),
-        id.ca.display().to_string(),
-        "--etcd-cert".into(),
-        id.cert.display().to_string(),
-        "--etcd-key".into(),
-        id.key.display().to_string(),
-    ]);
+    let mut args = vec!["preflight".to_string()];
+    args.extend(env.etcd().joinguard_args());
+    let run = env.run(args);
     eprintln!("{run}");
     run
 }

@@ -57,17 +57,7 @@ impl PreflightLab for LabEnv {
     }
 
     fn tls_args(&self) -> Vec<String> {
-        let id = self.etcd().client_identity();
-        vec![
-            "--etcd-endpoints".into(),
-            self.etcd().client_endpoints().join(","),
-            "--etcd-cacert".into(),
-            id.ca.display().to_string(),
-            "--etcd-cert".into(),
-            id.cert.display().to_string(),
-            "--etcd-key".into(),
-            id.key.display().to_string(),
-        ]
+        self.etcd().joinguard_args()
     }
 
     fn preflight(&self, extra: &[&str]) -> Run {
