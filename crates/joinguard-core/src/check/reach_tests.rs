@@ -9,15 +9,7 @@ use super::*;
 use crate::probe::{ProbeFailure, Sample};
 
 fn target(kind: TargetKind, endpoint: &str) -> Target {
-    let (host, port) = endpoint.rsplit_once(':').unwrap();
-    Target {
-        kind,
-        endpoint: endpoint.into(),
-        host: host.into(),
-        port: port.parse().unwrap(),
-        tls: true,
-        member: None,
-    }
+    Target::parse(kind, endpoint, true).unwrap()
 }
 
 fn stream(

@@ -9,15 +9,9 @@ use crate::probe::Sample;
 use crate::target::Target;
 
 fn target(kind: TargetKind, endpoint: &str, member: Option<&str>) -> Target {
-    let (host, port) = endpoint.rsplit_once(':').unwrap();
-    Target {
-        kind,
-        endpoint: endpoint.into(),
-        host: host.into(),
-        port: port.parse().unwrap(),
-        tls: true,
-        member: member.map(Into::into),
-    }
+    let mut t = Target::parse(kind, endpoint, true).unwrap();
+    t.member = member.map(Into::into);
+    t
 }
 
 fn summary(kind: TargetKind, ep: &str, probe: ProbeKind, rtts: &[f64], lost: usize) -> Summary {

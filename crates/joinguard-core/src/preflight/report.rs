@@ -366,15 +366,7 @@ mod tests {
     use crate::target::Target;
 
     fn target(kind: TargetKind, endpoint: &str) -> Target {
-        let (host, port) = endpoint.rsplit_once(':').unwrap();
-        Target {
-            kind,
-            endpoint: endpoint.into(),
-            host: host.into(),
-            port: port.parse().unwrap(),
-            tls: true,
-            member: None,
-        }
+        Target::parse(kind, endpoint, true).unwrap()
     }
 
     fn summary(kind: TargetKind, ep: &str, probe: ProbeKind, ms: f64, n: usize) -> Summary {
