@@ -188,3 +188,17 @@ pub(super) fn find_kind(api_version: &str, kind: &str) -> Option<&'static Resour
         .iter()
         .find(|d| d.kind == kind && d.api_version() == api_version)
 }
+
+/// A resource request, as the router parses it (kube-apiserver's `RequestInfoFactory`) and the verbs serve it.
+/// It lives here, beside the resource table both use, so that router -> verbs is the only
+/// direction between those two.
+#[derive(Debug)]
+pub(super) struct ResourceRequest {
+    pub(super) group: String,
+    pub(super) version: String,
+    pub(super) resource: String,
+    pub(super) subresource: String,
+    pub(super) namespace: String,
+    pub(super) name: String,
+    pub(super) verb: &'static str,
+}

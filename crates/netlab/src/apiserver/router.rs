@@ -16,25 +16,13 @@ use hyper::{Method, Request};
 use tracing::debug;
 
 use super::auth::{self, Attributes, AuthnError, ResourceAttrs, UserInfo};
-use super::resources::find_resource;
+use super::resources::{find_resource, ResourceRequest};
 use super::status::{
     bad_request, forbidden, method_not_allowed, resource_not_found, status_response, storage_error,
     unauthorized, Resp,
 };
 use super::{discovery, verbs};
 use super::{Shared, BODY_TIMEOUT};
-
-/// A resource request, parsed like kube-apiserver's `RequestInfoFactory`.
-#[derive(Debug)]
-pub(super) struct ResourceRequest {
-    pub(super) group: String,
-    pub(super) version: String,
-    pub(super) resource: String,
-    pub(super) subresource: String,
-    pub(super) namespace: String,
-    pub(super) name: String,
-    pub(super) verb: &'static str,
-}
 
 fn parse_resource_request(
     method: &Method,

@@ -18,8 +18,7 @@ use hyper::StatusCode;
 use serde_json::{json, Map, Value};
 
 use super::patch::PatchType;
-use super::resources::{find_kind, NameRule, ResourceDef};
-use super::router::ResourceRequest;
+use super::resources::{find_kind, NameRule, ResourceDef, ResourceRequest};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{
     already_exists, bad_request, conflict, details, invalid, json_response, not_found, patch_error,
