@@ -10,7 +10,7 @@
 #[path = "lab/schema.rs"]
 mod schema;
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use joinguard_core::learner::{
@@ -19,15 +19,9 @@ use joinguard_core::learner::{
 };
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
+use netlab::harness::serial;
 use netlab::process::output_within;
 use netlab::{Host, Impairment, Lab};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One lab at a time: several 3-member clusters on 2 cores would disturb each other.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 struct Fixture {
     etcd: EtcdCluster,
