@@ -155,7 +155,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__etcd__subcmd__cleanup)
-            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
+            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -178,6 +178,10 @@ _joinguard() {
                     return 0
                     ;;
                 --cert-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -273,7 +277,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__etcd__subcmd__promote)
-            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
+            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -296,6 +300,10 @@ _joinguard() {
                     return 0
                     ;;
                 --cert-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

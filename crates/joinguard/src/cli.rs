@@ -177,9 +177,18 @@ pub struct EtcdMemberArgs {
     pub etcd_key: Option<PathBuf>,
 
     /// kubeadm's certificate directory: takes etcd/ca.crt and apiserver-etcd-client.{crt,key}
-    /// from it, the identity kubeadm's own etcd client uses during a join.
+    /// from it, the identity kubeadm's own etcd client uses during a join; without that pair
+    /// (a node before its join, as Cluster API leaves it), mints an in-memory client
+    /// certificate from etcd/ca.crt and etcd/ca.key, as preflight does.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["etcd_cacert", "etcd_cert", "etcd_key"])]
     pub cert_dir: Option<PathBuf>,
+
+    /// The join's kubeadm config (a JoinConfiguration, v1beta3 or v1beta4; Cluster API writes
+    /// /run/kubeadm/kubeadm-join-config.yaml): this node's name (nodeRegistration.name), its
+    /// address (controlPlane.localAPIEndpoint.advertiseAddress) and the budget
+    /// (timeouts.etcdAPICall). --node-name, --apiserver-advertise-address and --timeout override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 
     /// This node's name: its etcd member has this name (kubeadm: nodeRegistration.name).
     #[arg(long, value_name = "NAME")]
@@ -190,9 +199,10 @@ pub struct EtcdMemberArgs {
     #[arg(long, value_name = "IP")]
     pub apiserver_advertise_address: Option<std::net::IpAddr>,
 
-    /// The whole run's budget (kubeadm's timeouts.etcdAPICall defaults to 2m).
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
-    pub timeout: Duration,
+    /// The whole run's budget [default: timeouts.etcdAPICall of --config, else 2m, kubeadm's
+    /// default].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
 
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Output::Text)]

@@ -5,10 +5,16 @@
 //! The certificate directory follows kubeadm: its own etcd client during a join uses
 //! `etcd/ca.crt` and `apiserver-etcd-client.{crt,key}` under `--cert-dir`
 //! (`etcdutil.NewFromCluster` in `cmd/kubeadm/app/util/etcd/etcd.go`; file names from
-//! `cmd/kubeadm/app/constants/constants.go`).
+//! `cmd/kubeadm/app/constants/constants.go`). A node before its join has no such pair: then a
+//! client certificate is minted in memory from `etcd/ca.crt` and `etcd/ca.key`, as preflight
+//! mints it. `--config` takes this node's name and address and the `etcdAPICall` budget from the
+//! join's JoinConfiguration.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::time::Duration;
 
+use joinguard_core::discovery::cluster::etcd_material_from_dir;
+use joinguard_core::joinconfig::JoinConfig;
 use joinguard_core::learner::{
     self, CleanupOutcome, CleanupSpec, EtcdAccess, MemberRef, NodeRef, PromoteOutcome, PromoteSpec,
 };
@@ -26,41 +32,64 @@ const CA: &str = "etcd/ca.crt";
 const CLIENT_CERT: &str = "apiserver-etcd-client.crt";
 const CLIENT_KEY: &str = "apiserver-etcd-client.key";
 
+/// kubeadm's `timeouts.etcdAPICall` default (v1beta4; `constants.EtcdAPICallTimeout`).
+const ETCD_API_CALL: Duration = Duration::from_secs(120);
+
 struct Resolved {
     access: EtcdAccess,
     node: NodeRef,
+    timeout: Duration,
 }
 
 /// `need_node`: promote always needs this node's name or address; cleanup not when
 /// `--member-id` names the member.
 fn resolve(cmd: &str, a: &EtcdMemberArgs, need_node: bool) -> Result<Resolved, String> {
-    let (ca, cert, key): (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) = match &a.cert_dir {
-        Some(dir) => (
-            Some(dir.join(CA)),
-            Some(dir.join(CLIENT_CERT)),
-            Some(dir.join(CLIENT_KEY)),
-        ),
-        None => (
-            a.etcd_cacert.clone(),
-            a.etcd_cert.clone(),
-            a.etcd_key.clone(),
-        ),
+    let join = a
+        .config
+        .as_deref()
+        .map(JoinConfig::load)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    if let Some(j) = &join {
+        for w in &j.warnings {
+            say(&format!("[{cmd}] WARNING: --config: {w}"));
+        }
+    }
+    let node_name = a
+        .node_name
+        .clone()
+        .or_else(|| join.as_ref().and_then(|j| j.node_name.clone()));
+    let address = a.apiserver_advertise_address.or_else(|| {
+        join.as_ref()
+            .and_then(|j| j.local_api_endpoint)
+            .and_then(|(addr, _)| addr)
+    });
+    let timeout = a
+        .timeout
+        .or_else(|| join.as_ref().and_then(|j| j.etcd_api_call))
+        .unwrap_or(ETCD_API_CALL);
+    let (ca, identity) = match &a.cert_dir {
+        Some(dir) => from_cert_dir(cmd, dir)?,
+        None => {
+            let ca = a.etcd_cacert.as_deref().ok_or_else(|| {
+                format!(
+                    "{cmd} needs the etcd CA: --etcd-cacert FILE, or --cert-dir DIR (kubeadm's \
+                     /etc/kubernetes/pki, which holds {CA})"
+                )
+            })?;
+            let ca = CaBundle::load(TlsFlag::EtcdCacert, ca).map_err(|e| e.to_string())?;
+            let identity = match (&a.etcd_cert, &a.etcd_key) {
+                (Some(c), Some(k)) => Some(load_identity(c, k)?),
+                _ => None,
+            };
+            (ca, identity)
+        }
     };
-    let ca = ca.ok_or_else(|| {
-        format!(
-            "{cmd} needs the etcd CA: --etcd-cacert FILE, or --cert-dir DIR (kubeadm's \
-             /etc/kubernetes/pki, which holds {CA})"
-        )
-    })?;
-    let ca = CaBundle::load(TlsFlag::EtcdCacert, &ca).map_err(|e| e.to_string())?;
-    let identity = match (cert, key) {
-        (Some(c), Some(k)) => Some(load_identity(&c, &k)?),
-        _ => None,
-    };
-    if need_node && a.node_name.is_none() && a.apiserver_advertise_address.is_none() {
+    if need_node && node_name.is_none() && address.is_none() {
         return Err(format!(
             "{cmd} needs this node's identity: --node-name NAME (its etcd member's name) and/or \
-             --apiserver-advertise-address IP (its peer URL is https://IP:2380)"
+             --apiserver-advertise-address IP (its peer URL is https://IP:2380), or --config \
+             with the join's JoinConfiguration"
         ));
     }
     Ok(Resolved {
@@ -69,8 +98,37 @@ fn resolve(cmd: &str, a: &EtcdMemberArgs, need_node: bool) -> Result<Resolved, S
             ca,
             identity,
         },
-        node: NodeRef::new(a.node_name.as_deref(), a.apiserver_advertise_address),
+        node: NodeRef::new(node_name.as_deref(), address),
+        timeout,
     })
+}
+
+/// kubeadm's certificate directory: the join's own etcd client identity
+/// (`apiserver-etcd-client.{crt,key}`) when both files are there; otherwise a client certificate
+/// minted in memory from the etcd CA (`etcd/ca.crt`, `etcd/ca.key`), as preflight mints it.
+fn from_cert_dir(cmd: &str, dir: &Path) -> Result<(CaBundle, Option<ClientIdentity>), String> {
+    let (cert, key) = (dir.join(CLIENT_CERT), dir.join(CLIENT_KEY));
+    if cert.exists() || key.exists() {
+        let ca = CaBundle::load(TlsFlag::EtcdCacert, &dir.join(CA)).map_err(|e| e.to_string())?;
+        return Ok((ca, Some(load_identity(&cert, &key)?)));
+    }
+    let m = etcd_material_from_dir(dir).map_err(|e| format!("--cert-dir: {e}"))?;
+    say(&format!(
+        "[{cmd}] {}: no {CLIENT_CERT} (a node before its join); minted an in-memory etcd client \
+         certificate from {} (valid 1h{})",
+        dir.display(),
+        dir.join("etcd/ca.key").display(),
+        m.ca_key
+            .as_deref()
+            .map(|k| format!("; etcd CA key {k}"))
+            .unwrap_or_default()
+    ));
+    let ca = CaBundle::from_pem(TlsFlag::EtcdCacert, &dir.join(CA), m.ca_pem)
+        .map_err(|e| e.to_string())?;
+    let minted = Path::new("minted etcd client certificate");
+    let identity = ClientIdentity::from_pem(minted, m.cert_pem, minted, m.key_pem)
+        .map_err(|e| e.to_string())?;
+    Ok((ca, Some(identity)))
 }
 
 fn load_identity(cert: &Path, key: &Path) -> Result<ClientIdentity, String> {
@@ -160,7 +218,7 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
     let spec = PromoteSpec {
         access: r.access,
         node: r.node,
-        timeout: args.member.timeout,
+        timeout: r.timeout,
         per_attempt: None,
         learner_metrics_url: Some(args.learner_metrics_url),
     };
@@ -225,7 +283,7 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
         node: r.node,
         member_id: args.member_id,
         dry_run: args.dry_run,
-        timeout: args.member.timeout,
+        timeout: r.timeout,
         per_attempt: None,
     };
     let recorder = Recorder::new();

@@ -774,6 +774,51 @@ fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
     assert!(r.stdout.contains(&format!("{id:x}")), "{}", r.stdout);
     assert_eq!(f.member_ids().len(), 4);
 
+    // As a Cluster API node has them before its join: the join's JoinConfiguration (this node's
+    // name and address, the etcdAPICall budget) and a certificate directory with the etcd CA
+    // and its key but no apiserver-etcd-client pair: the client certificate is minted in memory.
+    let node_dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(node_dir.path().join("etcd")).unwrap();
+    for f in ["etcd/ca.crt", "etcd/ca.key"] {
+        std::fs::copy(pki.join(f), node_dir.path().join(f)).unwrap();
+    }
+    let join_config = node_dir.path().join("kubeadm-join-config.yaml");
+    std::fs::write(
+        &join_config,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\nnodeRegistration:\n  \
+             name: m4\ncontrolPlane:\n  localAPIEndpoint:\n    advertiseAddress: {m4}\n\
+             discovery:\n  bootstrapToken:\n    apiServerEndpoint: 10.0.0.10:6443\n    \
+             token: abcdef.0123456789abcdef\n    caCertHashes: ['sha256:{}']\ntimeouts:\n  \
+             etcdAPICall: 45s\n",
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    let node_dir_s = node_dir.path().to_string_lossy().into_owned();
+    let config_s = join_config.to_string_lossy().into_owned();
+    let r = jg(&[
+        "cleanup",
+        "--cert-dir",
+        &node_dir_s,
+        "--config",
+        &config_s,
+        "--etcd-endpoints",
+        &endpoints,
+        "--dry-run",
+    ]);
+    r.assert_exit(0);
+    assert!(
+        r.stderr
+            .contains("minted an in-memory etcd client certificate"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("dry run: would remove"), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("{id:x}")), "{}", r.stdout);
+    assert_eq!(f.member_ids().len(), 4);
+    assert_eq!(f.calls("MemberRemove"), 0);
+
     // The removal, as JSON: exit 0, result "removed", the member, every attempt.
     let mut a = common("cleanup");
     a.extend(["-o".into(), "json".into()]);
