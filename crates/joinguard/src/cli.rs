@@ -156,12 +156,9 @@ pub enum EtcdCommand {
 #[derive(Args, Debug)]
 pub struct EtcdMemberArgs {
     /// The cluster's etcd client endpoints (the existing members, as preflight takes them).
-    #[arg(
-        long,
-        value_name = "URL[,URL...]",
-        value_delimiter = ',',
-        required = true
-    )]
+    /// Without them, --config is required: token discovery finds the members and the etcd CA
+    /// from the join's JoinConfiguration, as preflight does.
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub etcd_endpoints: Vec<String>,
 
     /// CA bundle that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).

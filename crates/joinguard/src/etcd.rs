@@ -18,14 +18,15 @@ use joinguard_core::joinconfig::JoinConfig;
 use joinguard_core::learner::{
     self, CleanupOutcome, CleanupSpec, EtcdAccess, MemberRef, NodeRef, PromoteOutcome, PromoteSpec,
 };
+use joinguard_core::preflight::resolve_input;
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
 use joinguard_core::retry::AttemptRecord;
-use joinguard_core::{Ending, Recorder};
+use joinguard_core::{Ending, Output as CoreOutput, PreflightSpec, Recorder, Stopped};
 use serde::Serialize;
 use tokio::runtime::Runtime;
 
 use crate::cli::{CleanupArgs, EtcdMemberArgs, Output, PromoteArgs};
-use crate::commands::{say, stdout};
+use crate::commands::{say, stdout, Stderr};
 
 /// kubeadm's file names under the certificate directory.
 const CA: &str = "etcd/ca.crt";
@@ -43,13 +44,18 @@ struct Resolved {
 
 /// `need_node`: promote always needs this node's name or address; cleanup not when
 /// `--member-id` names the member.
-fn resolve(cmd: &str, a: &EtcdMemberArgs, need_node: bool) -> Result<Resolved, String> {
+fn resolve(
+    rt: &Runtime,
+    cmd: &str,
+    a: &EtcdMemberArgs,
+    need_node: bool,
+) -> Result<Resolved, Stopped> {
     let join = a
         .config
         .as_deref()
         .map(JoinConfig::load)
         .transpose()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Stopped::Invalid(e.to_string()))?;
     if let Some(j) = &join {
         for w in &j.warnings {
             say(&format!("[{cmd}] WARNING: --config: {w}"));
@@ -68,38 +74,124 @@ fn resolve(cmd: &str, a: &EtcdMemberArgs, need_node: bool) -> Result<Resolved, S
         .timeout
         .or_else(|| join.as_ref().and_then(|j| j.etcd_api_call))
         .unwrap_or(ETCD_API_CALL);
-    let (ca, identity) = match &a.cert_dir {
-        Some(dir) => from_cert_dir(cmd, dir)?,
-        None => {
-            let ca = a.etcd_cacert.as_deref().ok_or_else(|| {
-                format!(
-                    "{cmd} needs the etcd CA: --etcd-cacert FILE, or --cert-dir DIR (kubeadm's \
-                     /etc/kubernetes/pki, which holds {CA})"
-                )
-            })?;
-            let ca = CaBundle::load(TlsFlag::EtcdCacert, ca).map_err(|e| e.to_string())?;
-            let identity = match (&a.etcd_cert, &a.etcd_key) {
-                (Some(c), Some(k)) => Some(load_identity(c, k)?),
-                _ => None,
-            };
-            (ca, identity)
-        }
-    };
     if need_node && node_name.is_none() && address.is_none() {
-        return Err(format!(
+        return Err(Stopped::Invalid(format!(
             "{cmd} needs this node's identity: --node-name NAME (its etcd member's name) and/or \
              --apiserver-advertise-address IP (its peer URL is https://IP:2380), or --config \
              with the join's JoinConfiguration"
-        ));
+        )));
     }
-    Ok(Resolved {
-        access: EtcdAccess {
+    let access = if a.etcd_endpoints.is_empty() {
+        discovered(rt, cmd, a, timeout)?
+    } else {
+        let (ca, identity) = match &a.cert_dir {
+            Some(dir) => from_cert_dir(cmd, dir).map_err(Stopped::Invalid)?,
+            None => {
+                let ca = a.etcd_cacert.as_deref().ok_or_else(|| {
+                    Stopped::Invalid(format!(
+                        "{cmd} needs the etcd CA: --etcd-cacert FILE, or --cert-dir DIR \
+                         (kubeadm's /etc/kubernetes/pki, which holds {CA})"
+                    ))
+                })?;
+                let ca = CaBundle::load(TlsFlag::EtcdCacert, ca)
+                    .map_err(|e| Stopped::Invalid(e.to_string()))?;
+                let identity = match (&a.etcd_cert, &a.etcd_key) {
+                    (Some(c), Some(k)) => Some(load_identity(c, k).map_err(Stopped::Invalid)?),
+                    _ => None,
+                };
+                (ca, identity)
+            }
+        };
+        EtcdAccess {
             endpoints: a.etcd_endpoints.clone(),
             ca,
             identity,
-        },
+        }
+    };
+    Ok(Resolved {
+        access,
         node: NodeRef::new(node_name.as_deref(), address),
         timeout,
+    })
+}
+
+/// Without `--etcd-endpoints`: the members and the etcd client identity found as preflight
+/// finds them from the join's inputs (`preflight::resolve_input`, one input model): token
+/// discovery from `--config`, then kubeadm-config for the members and kubeadm-certs (the
+/// config's `certificateKey`), `--cert-dir`, or the shared certificates kubeadm expects on this
+/// node for the identity.
+fn discovered(
+    rt: &Runtime,
+    cmd: &str,
+    a: &EtcdMemberArgs,
+    timeout: Duration,
+) -> Result<EtcdAccess, Stopped> {
+    let Some(config) = &a.config else {
+        return Err(Stopped::Invalid(format!(
+            "{cmd} needs the etcd members: --etcd-endpoints URL[,URL...], or --config with the \
+             join's JoinConfiguration (token discovery then finds the members and the etcd CA, as \
+             preflight does)"
+        )));
+    };
+    if a.etcd_cacert.is_some() || a.etcd_cert.is_some() {
+        return Err(Stopped::Invalid(format!(
+            "{cmd}: --etcd-cacert, --etcd-cert and --etcd-key go with --etcd-endpoints; with \
+             --config alone the etcd CA comes from the cluster"
+        )));
+    }
+    let mut given = vec!["config".to_string()];
+    if a.cert_dir.is_some() {
+        given.push("cert-dir".into());
+    }
+    let spec = PreflightSpec {
+        api_server_endpoint: None,
+        apiserver_cacert: None,
+        config: Some(config.clone()),
+        token: None,
+        discovery_token: None,
+        tls_bootstrap_token: None,
+        discovery_file: None,
+        control_plane: true,
+        apiserver_advertise_address: None,
+        apiserver_bind_port: None,
+        discovery_token_ca_cert_hash: Vec::new(),
+        discovery_token_unsafe_skip_ca_verification: false,
+        certificate_key: None,
+        cert_dir: a.cert_dir.clone(),
+        etcd_endpoints: Vec::new(),
+        etcd_peer_endpoints: Vec::new(),
+        etcd_cacert: None,
+        etcd_cert: None,
+        etcd_key: None,
+        etcd_heartbeat_interval: Duration::from_millis(100),
+        etcd_election_timeout: Duration::from_secs(1),
+        ignore_preflight_errors: Vec::new(),
+        write_probe: false,
+        bandwidth: false,
+        no_bandwidth: true,
+        wait: None,
+        timeout,
+        node_name: None,
+        output: CoreOutput::Text,
+        given,
+    };
+    let input = rt.block_on(resolve_input(spec, &Recorder::new(), &Stderr))?;
+    let ca = input.etcd_ca.ok_or_else(|| {
+        Stopped::Failed(format!(
+            "{cmd}: discovery found no etcd CA (an external etcd without kubeadm-certs?); give \
+             --etcd-endpoints with --etcd-cacert, --etcd-cert and --etcd-key"
+        ))
+    })?;
+    if input.etcd_clients.is_empty() {
+        return Err(Stopped::Failed(format!(
+            "{cmd}: discovery found no etcd member (no external etcd, no ClusterStatus, no \
+             annotated etcd pod); give --etcd-endpoints"
+        )));
+    }
+    Ok(EtcdAccess {
+        endpoints: input.etcd_clients.iter().map(|t| t.url()).collect(),
+        ca,
+        identity: input.etcd_identity,
     })
 }
 
@@ -208,11 +300,11 @@ fn print(
 /// `joinguard etcd promote`.
 pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
     const CMD: &str = "etcd promote";
-    let r = match resolve(CMD, &args.member, true) {
+    let r = match resolve(rt, CMD, &args.member, true) {
         Ok(r) => r,
         Err(e) => {
             say(&format!("joinguard {CMD}: {e}"));
-            return Ending::InvalidInput;
+            return e.ending();
         }
     };
     let spec = PromoteSpec {
@@ -271,11 +363,11 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
 /// `joinguard etcd cleanup`.
 pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
     const CMD: &str = "etcd cleanup";
-    let r = match resolve(CMD, &args.member, args.member_id.is_none()) {
+    let r = match resolve(rt, CMD, &args.member, args.member_id.is_none()) {
         Ok(r) => r,
         Err(e) => {
             say(&format!("joinguard {CMD}: {e}"));
-            return Ending::InvalidInput;
+            return e.ending();
         }
     };
     let spec = CleanupSpec {

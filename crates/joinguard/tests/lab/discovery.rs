@@ -731,3 +731,86 @@ fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
         }
     }
 }
+
+/// `joinguard etcd cleanup` from the join's JoinConfiguration alone (issue 29): token discovery
+/// finds the members (ClusterStatus) and the etcd CA (kubeadm-certs, with the config's
+/// `certificateKey`), as preflight does; this node's name and address come from the same file.
+/// The leftover of a failed join (this node's learner, added and never started) is found by
+/// that address, shown by a dry run and removed; a second run has nothing to do.
+#[test]
+fn etcd_cleanup_from_the_join_config_alone() {
+    let _s = netlab::harness::serial();
+    let env = lab3(Layout::ClusterStatus)
+        .name("etcd_cleanup_from_the_join_config_alone")
+        .build()
+        .expect("lab environment");
+    let joiner = env.joiner().addr();
+    let peer = format!("--peer-urls=https://{joiner}:2380");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = loop {
+        let mut cmd = env.etcd().etcdctl(env.joiner());
+        cmd.args(["member", "add", "joiner", peer.as_str(), "--learner"]);
+        let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(20))
+            .expect("etcdctl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() {
+            // "Member 8e9e05c52164694d added to cluster ..."
+            break text
+                .split_whitespace()
+                .nth(1)
+                .expect("member id")
+                .to_string();
+        }
+        // etcd refuses a member add for 5 s after a member (re)connected ("unhealthy cluster").
+        assert!(
+            std::time::Instant::now() < deadline,
+            "member add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    let path = env.dir().join("kubeadm-join-config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {joiner}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: 40s\n",
+            env.api().addr(),
+            env.fixture().ca_pin,
+        ),
+    )
+    .unwrap();
+    let config = path.to_string_lossy().into_owned();
+
+    let run = env.run(["etcd", "cleanup", "--config", &config, "--dry-run"]);
+    eprintln!("{run}");
+    run.assert_exit(0);
+    assert!(
+        run.stderr.contains("Discovering the cluster CA"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("dry run: would remove"), "{run}");
+    assert!(run.stdout.contains(&id), "{run}");
+
+    let run = env.run(["etcd", "cleanup", "--config", &config, "-o", "json"]);
+    eprintln!("{run}");
+    run.assert_exit(0);
+    crate::schema::assert_valid("etcd", &run);
+    let v = run.json();
+    assert_eq!(v["result"], "removed", "{run}");
+    assert_eq!(v["member"]["id"], id.as_str());
+    let mut cmd = env.etcd().etcdctl(env.joiner());
+    cmd.args(["member", "list"]);
+    let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(20))
+        .expect("etcdctl");
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(!list.contains(&id), "{list}");
+
+    let run = env.run(["etcd", "cleanup", "--config", &config]);
+    run.assert_exit(0);
+    assert!(run.stdout.contains("nothing to remove"), "{run}");
+    for text in [&run.stdout, &run.stderr] {
+        assert!(!text.contains(SECRET), "token secret leaked");
+        assert!(!text.contains(CERT_KEY), "certificate key leaked");
+    }
+}
