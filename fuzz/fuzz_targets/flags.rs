@@ -19,7 +19,12 @@ fuzz_target!(|data: &[u8]| {
             let _ = t.url();
         }
         for bare in [false, true] {
-            let _ = joinguard_core::preflight::input::parse_endpoint("--flag", s, kind, bare);
+            let _ = joinguard_core::preflight::input::parse_endpoint(
+                joinguard::cli::named(joinguard_core::input::Input::EtcdEndpoints),
+                s,
+                kind,
+                bare,
+            );
         }
     }
     let _ = joinguard::cli::parse_duration(s);

@@ -51,5 +51,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let secret = serde_json::json!({ "data": entries });
-    let _ = etcd_material(&secret, &KEY);
+    let key = joinguard_core::input::Named::new(
+        joinguard_core::input::Input::CertificateKey,
+        "--certificate-key",
+    );
+    let _ = etcd_material(&secret, &KEY, &key);
 });

@@ -58,15 +58,17 @@ pub struct JoinConfig {
     pub warnings: Vec<String>,
 }
 
+/// Why a JoinConfiguration file cannot be used. It names the file; the caller names the input
+/// the file came from (a flag, a config key) before it.
 #[derive(Debug, thiserror::Error)]
 pub enum JoinConfigError {
-    #[error("--config {}: cannot read the file ({source})", path.display())]
+    #[error("{}: cannot read the file ({source})", path.display())]
     Unreadable {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("--config {}: {reason}", path.display())]
+    #[error("{}: {reason}", path.display())]
     Invalid { path: PathBuf, reason: String },
 }
 

@@ -14,6 +14,7 @@ pub mod check;
 pub mod discovery;
 pub mod duration;
 pub mod failure;
+pub mod input;
 pub mod joinconfig;
 pub mod key;
 pub mod kube;

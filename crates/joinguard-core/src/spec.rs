@@ -172,6 +172,9 @@ pub struct PreflightSpec {
     /// the `-v` list of unused flags are judged from it; the values of the kubeadm flags
     /// joinguard accepts and does not use stay in the binary.
     pub given: Vec<String>,
+    /// How the user spelled these inputs (flags, or the monitor's YAML keys): errors name an
+    /// input through it, never by a flag the core assumes.
+    pub spelling: crate::input::Spelling,
 }
 
 /// `joinguard update-status`'s inputs as given, before `StatusInput::from_spec` validates them.
@@ -206,6 +209,9 @@ pub struct StatusSpec {
 
     /// The long names of the flags given on the command line (see [`PreflightArgs::given`]).
     pub given: Vec<String>,
+    /// How the user spelled these inputs (flags, or the monitor's YAML keys): errors name an
+    /// input through it, never by a flag the core assumes.
+    pub spelling: crate::input::Spelling,
 }
 
 /// `joinguard trace`'s inputs as given; [`crate::trace::command::spec_from_request`] validates
@@ -247,4 +253,7 @@ pub struct TraceRequest {
 
     /// Report format.
     pub output: Output,
+
+    /// How the user spelled these inputs; errors name an input through it.
+    pub spelling: crate::input::Spelling,
 }

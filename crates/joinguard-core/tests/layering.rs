@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("duration", 1),
     ("notes", 1),
     ("failure", 1),
+    ("input", 1),
     ("spec", 1),
     ("logging", 1),
     ("yaml", 1),
@@ -258,5 +259,36 @@ fn only_the_yaml_module_names_the_yaml_crate() {
     assert!(
         named.is_empty(),
         "files that name the YAML crate outside src/yaml.rs: {named:?}"
+    );
+}
+
+/// The core spells no flag: its messages name an input through the caller's spelling
+/// (`input::Spelling`: the binary's flags, the monitor's YAML keys). Unit tests may (they read
+/// the command line's messages), so `tests.rs` files and inline `mod tests` are skipped.
+#[test]
+fn the_core_spells_no_flag() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("#[cfg(test)]\nmod tests {").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            let flag = line.match_indices("\"--").any(|(i, m)| {
+                line[i + m.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == '{')
+            });
+            if flag && !line.trim_start().starts_with("//") {
+                found.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "flag names in the core (name the input with input::Input and the caller's Spelling):\n{}",
+        found.join("\n")
     );
 }

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use joinguard::cli::named;
+use joinguard_core::input::Input;
 use joinguard_core::kube::{ApiClient, Kubeconfig};
 use joinguard_core::retry::{self, Backoff, PolicyKind, Recorder, RetryPolicy, WakeOnConnect};
 use joinguard_core::status::set_api_endpoint;
@@ -78,7 +80,7 @@ fn main() {
     let kc_text = api.kubeconfig(Some(api.admin_token()));
     std::fs::write(&kc_path, &kc_text).unwrap();
     let kc = Kubeconfig::parse(&kc_path, kc_text.as_bytes(), None).unwrap();
-    let client = ApiClient::new(&kc).unwrap();
+    let client = ApiClient::new(&named(Input::Kubeconfig), &kc).unwrap();
 
     let blackouts: Vec<Duration> = std::env::var("JOINGUARD_BENCH_BLACKOUTS")
         .ok()

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use joinguard_core::input::{Input, Named, Spelling};
 use joinguard_core::spec;
 
 pub use joinguard_core::duration::parse_duration;
@@ -868,6 +869,7 @@ impl From<PreflightArgs> for spec::PreflightSpec {
             node_name: a.node_name,
             output: a.output.into(),
             given: a.given,
+            spelling: FLAGS,
         }
     }
 }
@@ -884,6 +886,7 @@ impl From<UpdateStatusArgs> for spec::StatusSpec {
             timeout: a.timeout,
             output: a.output.into(),
             given: a.given,
+            spelling: FLAGS,
         }
     }
 }
@@ -902,6 +905,7 @@ impl From<TraceArgs> for spec::TraceRequest {
             dns: a.dns,
             size: a.size,
             output: a.output.into(),
+            spelling: FLAGS,
         }
     }
 }
@@ -937,9 +941,86 @@ pub enum TraceProtocol {
     Tcp,
 }
 
+/// The command line's spelling of the core's inputs: the flags (and positional arguments) the
+/// core's messages name. The core names inputs by meaning ([`Input`]); this table is the one place
+/// a flag's name meets it, so renaming a flag changes its `#[arg]` and one line here.
+pub fn flag(i: Input) -> &'static str {
+    match i {
+        Input::ApiServerEndpoint => "API_SERVER_ENDPOINT",
+        Input::ApiserverCacert => "--apiserver-cacert",
+        Input::ApiserverAdvertiseAddress => "--apiserver-advertise-address",
+        Input::Kubeconfig => "--kubeconfig",
+        Input::Config => "--config",
+        Input::ControlPlane => "--control-plane",
+        Input::Token => "--token",
+        Input::TlsBootstrapToken => "--tls-bootstrap-token",
+        Input::DiscoveryTokenCaCertHash => "--discovery-token-ca-cert-hash",
+        Input::DiscoveryTokenUnsafeSkipCaVerification => {
+            "--discovery-token-unsafe-skip-ca-verification"
+        }
+        Input::DiscoveryFile => "--discovery-file",
+        Input::CertificateKey => "--certificate-key",
+        Input::CertDir => "--cert-dir",
+        Input::EtcdEndpoints => "--etcd-endpoints",
+        Input::EtcdPeerEndpoints => "--etcd-peer-endpoints",
+        Input::EtcdCacert => "--etcd-cacert",
+        Input::EtcdCert => "--etcd-cert",
+        Input::EtcdKey => "--etcd-key",
+        Input::EtcdHeartbeatInterval => "--etcd-heartbeat-interval",
+        Input::EtcdElectionTimeout => "--etcd-election-timeout",
+        Input::IgnorePreflightErrors => "--ignore-preflight-errors",
+        Input::WriteProbe => "--write-probe",
+        Input::Bandwidth => "--bandwidth",
+        Input::NodeName => "--node-name",
+        Input::Timeout => "--timeout",
+        Input::TraceTarget => "TARGET",
+        Input::Port => "--port",
+        Input::Protocol => "--protocol",
+        Input::Size => "--size",
+        Input::Interval => "--interval",
+        Input::ProbeTimeout => "--probe-timeout",
+    }
+}
+
+/// The command line's [`Spelling`], handed to the core in every spec.
+pub const FLAGS: Spelling = Spelling::new(flag);
+
+/// `input` named as its flag.
+pub fn named(input: Input) -> Named {
+    FLAGS.name(input)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    /// Every input the core can name is a real argument of some command, spelled as clap
+    /// defines it: a flag renamed in an `#[arg]` without this table fails here.
+    #[test]
+    fn every_input_is_spelled_as_a_real_flag() {
+        let cli = Cli::command();
+        let mut args: Vec<String> = Vec::new();
+        let mut stack = vec![&cli];
+        while let Some(c) = stack.pop() {
+            for a in c.get_arguments() {
+                if let Some(l) = a.get_long() {
+                    args.push(format!("--{l}"));
+                }
+                for v in a.get_value_names().unwrap_or_default() {
+                    args.push(v.to_string());
+                }
+            }
+            stack.extend(c.get_subcommands());
+        }
+        for i in Input::ALL {
+            assert!(
+                args.iter().any(|a| a == flag(*i)),
+                "{i:?} is spelled {:?}, which no command defines",
+                flag(*i)
+            );
+        }
+    }
 
     fn argv(s: &str) -> Vec<String> {
         kubeadm_argv(s.split(' ').map(std::ffi::OsString::from))

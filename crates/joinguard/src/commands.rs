@@ -69,6 +69,18 @@ fn stopped(command: &str, s: &Stopped) -> Ending {
 /// `joinguard preflight`.
 pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
     let started = Instant::now();
+    let unused: Vec<String> = spec
+        .given
+        .iter()
+        .filter(|f| joinguard_core::kubeadm::flags::lookup(f).is_some_and(|k| !k.is_used()))
+        .map(|f| format!("--{f}"))
+        .collect();
+    if !unused.is_empty() && joinguard_core::logging::verbosity() >= 1 {
+        say(&format!(
+            "[preflight] kubeadm flags accepted, not used by joinguard: {}",
+            unused.join(", ")
+        ));
+    }
     let mut input = match rt.block_on(preflight::resolve_input(spec, &Recorder::new(), &Stderr)) {
         Ok(i) => i,
         Err(e) => return stopped("preflight", &e),

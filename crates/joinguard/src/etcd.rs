@@ -14,18 +14,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use joinguard_core::discovery::cluster::etcd_material_from_dir;
+use joinguard_core::input::{Input, Named};
 use joinguard_core::joinconfig::JoinConfig;
 use joinguard_core::learner::{
     self, CleanupOutcome, CleanupSpec, EtcdAccess, MemberRef, NodeRef, PromoteOutcome, PromoteSpec,
 };
 use joinguard_core::preflight::resolve_input;
-use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use joinguard_core::retry::AttemptRecord;
 use joinguard_core::{Ending, Output as CoreOutput, PreflightSpec, Recorder, Stopped};
 use serde::Serialize;
 use tokio::runtime::Runtime;
 
-use crate::cli::{CleanupArgs, EtcdMemberArgs, Output, PromoteArgs};
+use crate::cli::{named, CleanupArgs, EtcdMemberArgs, Output, PromoteArgs, FLAGS};
 use crate::commands::{say, stdout, Stderr};
 
 /// kubeadm's file names under the certificate directory.
@@ -55,7 +56,7 @@ fn resolve(
         .as_deref()
         .map(JoinConfig::load)
         .transpose()
-        .map_err(|e| Stopped::Invalid(e.to_string()))?;
+        .map_err(|e| Stopped::Invalid(format!("{} {e}", named(Input::Config))))?;
     if let Some(j) = &join {
         for w in &j.warnings {
             say(&format!("[{cmd}] WARNING: --config: {w}"));
@@ -93,7 +94,7 @@ fn resolve(
                          (kubeadm's /etc/kubernetes/pki, which holds {CA})"
                     ))
                 })?;
-                let ca = CaBundle::load(TlsFlag::EtcdCacert, ca)
+                let ca = CaBundle::load(named(Input::EtcdCacert), ca)
                     .map_err(|e| Stopped::Invalid(e.to_string()))?;
                 let identity = match (&a.etcd_cert, &a.etcd_key) {
                     (Some(c), Some(k)) => Some(load_identity(c, k).map_err(Stopped::Invalid)?),
@@ -174,6 +175,7 @@ fn discovered(
         node_name: None,
         output: CoreOutput::Text,
         given,
+        spelling: FLAGS,
     };
     let input = rt.block_on(resolve_input(spec, &Recorder::new(), &Stderr))?;
     let ca = input.etcd_ca.ok_or_else(|| {
@@ -201,7 +203,8 @@ fn discovered(
 fn from_cert_dir(cmd: &str, dir: &Path) -> Result<(CaBundle, Option<ClientIdentity>), String> {
     let (cert, key) = (dir.join(CLIENT_CERT), dir.join(CLIENT_KEY));
     if cert.exists() || key.exists() {
-        let ca = CaBundle::load(TlsFlag::EtcdCacert, &dir.join(CA)).map_err(|e| e.to_string())?;
+        let ca = CaBundle::load(in_cert_dir("the etcd CA in"), &dir.join(CA))
+            .map_err(|e| e.to_string())?;
         return Ok((ca, Some(load_identity(&cert, &key)?)));
     }
     let m = etcd_material_from_dir(dir).map_err(|e| format!("--cert-dir: {e}"))?;
@@ -215,16 +218,33 @@ fn from_cert_dir(cmd: &str, dir: &Path) -> Result<(CaBundle, Option<ClientIdenti
             .map(|k| format!("; etcd CA key {k}"))
             .unwrap_or_default()
     ));
-    let ca = CaBundle::from_pem(TlsFlag::EtcdCacert, &dir.join(CA), m.ca_pem)
+    let ca = CaBundle::from_pem(in_cert_dir("the etcd CA in"), &dir.join(CA), m.ca_pem)
         .map_err(|e| e.to_string())?;
-    let minted = Path::new("minted etcd client certificate");
-    let identity = ClientIdentity::from_pem(minted, m.cert_pem, minted, m.key_pem)
-        .map_err(|e| e.to_string())?;
+    let minted = Path::new("etcd client certificate");
+    let identity = ClientIdentity::from_pem(
+        (
+            Named::new(Input::EtcdCert, "the minted"),
+            minted,
+            m.cert_pem,
+        ),
+        (
+            Named::new(Input::EtcdKey, "the key of the minted"),
+            minted,
+            m.key_pem,
+        ),
+    )
+    .map_err(|e| e.to_string())?;
     Ok((ca, Some(identity)))
 }
 
+/// A file of `--cert-dir`, named for an error about it.
+fn in_cert_dir(what: &'static str) -> Named {
+    Named::new(Input::CertDir, what)
+}
+
 fn load_identity(cert: &Path, key: &Path) -> Result<ClientIdentity, String> {
-    ClientIdentity::load(cert, key).map_err(|e| e.to_string())
+    ClientIdentity::load((named(Input::EtcdCert), cert), (named(Input::EtcdKey), key))
+        .map_err(|e| e.to_string())
 }
 
 fn progress(cmd: &'static str) -> impl Fn(&learner::Progress) + Sync {

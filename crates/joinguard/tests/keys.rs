@@ -8,10 +8,12 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use joinguard::cli::named;
 use joinguard_core::discovery::cluster::etcd_material_from_dir;
+use joinguard_core::input::Input;
 use joinguard_core::kube::{ApiClient, Kubeconfig};
 use joinguard_core::probe::etcd::{self, EtcdTls};
-use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
 use netlab::harness::TOKEN;
 use netlab::pki::{names, CertSpec, KeyAlgorithm, KeyProfile, KubeadmPki, TestCa};
@@ -65,7 +67,11 @@ fn etcd_key_in_pkcs1_and_sec1_is_used_and_handed_on_as_pkcs8() {
             .starts_with(&format!("-----BEGIN {}-----", profile.pem_label())));
         let dir = tempfile::tempdir().unwrap();
         let (crt, key) = leaf.write(dir.path(), "apiserver-etcd-client").unwrap();
-        let id = ClientIdentity::load(&crt, &key).unwrap_or_else(|e| panic!("{profile}: {e}"));
+        let id = ClientIdentity::load(
+            (named(Input::EtcdCert), &crt),
+            (named(Input::EtcdKey), &key),
+        )
+        .unwrap_or_else(|e| panic!("{profile}: {e}"));
         // etcd-client (tonic) gets PKCS#8 whatever the file held.
         assert!(id.key_pem().starts_with(b"-----BEGIN PRIVATE KEY-----"));
 
@@ -81,7 +87,8 @@ fn etcd_key_in_pkcs1_and_sec1_is_used_and_handed_on_as_pkcs8() {
         let path = dir.path().join("admin.conf");
         std::fs::write(&path, kc).unwrap();
         let k = Kubeconfig::load(&path, None).unwrap();
-        ApiClient::new(&k).unwrap_or_else(|e| panic!("{profile}: kubeconfig: {e}"));
+        ApiClient::new(&named(Input::Kubeconfig), &k)
+            .unwrap_or_else(|e| panic!("{profile}: kubeconfig: {e}"));
     }
 }
 
@@ -212,10 +219,10 @@ fn etcd_accepts_certificates_minted_from_rsa_3072_and_4096_cas() {
             Some(format!("RSA-{bits} PKCS#1").as_str())
         );
         let src = Path::new("minted");
-        let ca = CaBundle::from_pem(TlsFlag::EtcdCacert, src, m.ca_pem.clone()).unwrap();
-        let id = ClientIdentity::from_pem_for(
-            (TlsFlag::EtcdCert, src, m.cert_pem.clone()),
-            (TlsFlag::EtcdKey, src, m.key_pem.clone()),
+        let ca = CaBundle::from_pem(named(Input::EtcdCacert), src, m.ca_pem.clone()).unwrap();
+        let id = ClientIdentity::from_pem(
+            (named(Input::EtcdCert), src, m.cert_pem.clone()),
+            (named(Input::EtcdKey), src, m.key_pem.clone()),
         )
         .unwrap();
         let tls = EtcdTls::new(&ca, Some(&id)).unwrap();

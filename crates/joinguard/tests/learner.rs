@@ -13,11 +13,13 @@ mod schema;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use joinguard::cli::named;
+use joinguard_core::input::Input;
 use joinguard_core::learner::{
     cleanup, promote, CleanupOutcome, CleanupSpec, EtcdAccess, MemberState, NodeRef, Progress,
     PromoteOutcome, PromoteSpec,
 };
-use joinguard_core::probe::identity::{CaBundle, ClientIdentity, TlsFlag};
+use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
 use netlab::harness::serial;
 use netlab::process::output_within;
@@ -57,8 +59,14 @@ impl Fixture {
                 .iter()
                 .map(|m| m.client_url().to_string())
                 .collect(),
-            ca: CaBundle::load(TlsFlag::EtcdCacert, &id.ca).expect("ca"),
-            identity: Some(ClientIdentity::load(&id.cert, &id.key).expect("identity")),
+            ca: CaBundle::load(named(Input::EtcdCacert), &id.ca).expect("ca"),
+            identity: Some(
+                ClientIdentity::load(
+                    (named(Input::EtcdCert), &id.cert),
+                    (named(Input::EtcdKey), &id.key),
+                )
+                .expect("identity"),
+            ),
         }
     }
 

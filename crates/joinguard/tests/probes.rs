@@ -10,10 +10,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use joinguard::cli::named;
+use joinguard_core::input::Input;
 use joinguard_core::probe::etcd::{self, EtcdFailure, EtcdTls, SnapshotStop, PREFLIGHT_PREFIX};
 use joinguard_core::probe::http::{self, HttpFailure};
 use joinguard_core::probe::identity::{
-    CaBundle, ClientIdentity, IdentityError, TlsFlag, ALPN_H2, ALPN_HTTP1,
+    CaBundle, ClientIdentity, IdentityError, ALPN_H2, ALPN_HTTP1,
 };
 use joinguard_core::probe::peer;
 use joinguard_core::probe::tcp;
@@ -153,11 +155,15 @@ impl Etcd {
     }
 
     fn ca(&self) -> CaBundle {
-        CaBundle::load(TlsFlag::EtcdCacert, &self.pki.ca_path).unwrap()
+        CaBundle::load(named(Input::EtcdCacert), &self.pki.ca_path).unwrap()
     }
 
     fn identity(&self) -> ClientIdentity {
-        ClientIdentity::load(&self.pki.client.0, &self.pki.client.1).unwrap()
+        ClientIdentity::load(
+            (named(Input::EtcdCert), &self.pki.client.0),
+            (named(Input::EtcdKey), &self.pki.client.1),
+        )
+        .unwrap()
     }
 
     fn etcd_tls(&self) -> EtcdTls {
@@ -214,28 +220,48 @@ fn key_that_does_not_match_cert_names_etcd_key() {
         .unwrap()
         .write(dir.path(), "b")
         .unwrap();
-    let err = ClientIdentity::load(&cert_a, &key_b).unwrap_err();
+    let err = ClientIdentity::load(
+        (named(Input::EtcdCert), &cert_a),
+        (named(Input::EtcdKey), &key_b),
+    )
+    .unwrap_err();
     assert!(matches!(err, IdentityError::KeyMismatch { .. }), "{err:?}");
-    assert_eq!(err.flag(), TlsFlag::EtcdKey);
+    assert_eq!(err.input(), Input::EtcdKey);
     let msg = err.to_string();
     assert!(msg.starts_with("--etcd-key "), "{msg}");
     assert!(msg.contains("does not match the certificate"), "{msg}");
 
     // Swapped files: a certificate where the key should be.
-    let err = ClientIdentity::load(&cert_a, &cert_a).unwrap_err();
-    assert_eq!(err.flag(), TlsFlag::EtcdKey, "{err}");
+    let err = ClientIdentity::load(
+        (named(Input::EtcdCert), &cert_a),
+        (named(Input::EtcdKey), &cert_a),
+    )
+    .unwrap_err();
+    assert_eq!(err.input(), Input::EtcdKey, "{err}");
     assert!(err.to_string().contains("no private key"), "{err}");
     // A key where the certificate should be.
-    let err = ClientIdentity::load(&key_b, &key_b).unwrap_err();
-    assert_eq!(err.flag(), TlsFlag::EtcdCert, "{err}");
+    let err = ClientIdentity::load(
+        (named(Input::EtcdCert), &key_b),
+        (named(Input::EtcdKey), &key_b),
+    )
+    .unwrap_err();
+    assert_eq!(err.input(), Input::EtcdCert, "{err}");
     assert!(err.to_string().contains("no certificate"), "{err}");
     // Missing file.
-    let err = ClientIdentity::load(&dir.path().join("nope.crt"), &key_b).unwrap_err();
-    assert_eq!(err.flag(), TlsFlag::EtcdCert);
+    let err = ClientIdentity::load(
+        (named(Input::EtcdCert), &dir.path().join("nope.crt")),
+        (named(Input::EtcdKey), &key_b),
+    )
+    .unwrap_err();
+    assert_eq!(err.input(), Input::EtcdCert);
     assert!(err.to_string().contains("cannot read"), "{err}");
     // The matching pair loads, and Debug does not leak the key.
     let cert_b = dir.path().join("b.crt");
-    let id = ClientIdentity::load(&cert_b, &key_b).unwrap();
+    let id = ClientIdentity::load(
+        (named(Input::EtcdCert), &cert_b),
+        (named(Input::EtcdKey), &key_b),
+    )
+    .unwrap();
     let key_text = std::fs::read_to_string(&key_b).unwrap();
     let body_line = key_text.lines().nth(1).unwrap();
     assert!(!format!("{id:?}").contains(body_line));
@@ -287,7 +313,7 @@ async fn tls_to_etcd_with_right_ca_succeeds_and_with_other_ca_is_a_trust_failure
     let other_dir = TempDir::new().unwrap();
     let other = TestCa::new("some-other-ca").unwrap();
     let other_path = other.write_ca(other_dir.path(), "ca").unwrap();
-    let other_ca = CaBundle::load(TlsFlag::EtcdCacert, &other_path).unwrap();
+    let other_ca = CaBundle::load(named(Input::EtcdCacert), &other_path).unwrap();
     let tls_bad = TlsClient::new(&other_ca, None, &[ALPN_H2]).unwrap();
     let err = tls::probe(&t, &tls_bad, TIMEOUT).await.unwrap_err();
     let trust = err.trust_failure().unwrap_or_else(|| panic!("{err:?}"));
@@ -323,7 +349,7 @@ async fn handshake_against_a_server_that_never_answers_times_out() {
     });
     let dir = TempDir::new().unwrap();
     let p = pki(dir.path());
-    let ca = CaBundle::load(TlsFlag::ApiserverCacert, &p.ca_path).unwrap();
+    let ca = CaBundle::load(named(Input::ApiserverCacert), &p.ca_path).unwrap();
     let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1]).unwrap();
     let t = target(TargetKind::ApiServer, port);
 
@@ -413,7 +439,7 @@ async fn readyz_reports_phases_status_body_and_date() {
     let dir = TempDir::new().unwrap();
     let p = pki(dir.path());
     let (port, server) = https_server(&p).await;
-    let ca = CaBundle::load(TlsFlag::ApiserverCacert, &p.ca_path).unwrap();
+    let ca = CaBundle::load(named(Input::ApiserverCacert), &p.ca_path).unwrap();
     let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1]).unwrap();
     let t = target(TargetKind::ApiServer, port);
 
@@ -440,7 +466,7 @@ async fn readyz_reports_phases_status_body_and_date() {
     // A CA that did not sign the server: the HTTP probe surfaces the trust failure.
     let other = TestCa::new("other").unwrap();
     let other_path = other.write_ca(dir.path(), "other").unwrap();
-    let other_ca = CaBundle::load(TlsFlag::ApiserverCacert, &other_path).unwrap();
+    let other_ca = CaBundle::load(named(Input::ApiserverCacert), &other_path).unwrap();
     let tls_bad = TlsClient::new(&other_ca, None, &[ALPN_HTTP1]).unwrap();
     let err = http::readyz(&t, &tls_bad, TIMEOUT).await.unwrap_err();
     assert!(
@@ -532,7 +558,8 @@ async fn etcd_status_quorum_read_alarms_and_member_list() {
         .unwrap()
         .write(dir.path(), "intruder")
         .unwrap();
-    let rogue_id = ClientIdentity::load(&c, &k).unwrap();
+    let rogue_id =
+        ClientIdentity::load((named(Input::EtcdCert), &c), (named(Input::EtcdKey), &k)).unwrap();
     let rogue_tls = EtcdTls::new(&etcd.ca(), Some(&rogue_id)).unwrap();
     let err = etcd::connect(&etcd.client_url(), Some(&rogue_tls), Duration::from_secs(2))
         .await
@@ -685,7 +712,8 @@ async fn peer_probe_with_identity_measures_rtt_and_without_a_ca_signed_cert_fail
         .unwrap()
         .write(dir.path(), "intruder")
         .unwrap();
-    let rogue_id = ClientIdentity::load(&c, &k).unwrap();
+    let rogue_id =
+        ClientIdentity::load((named(Input::EtcdCert), &c), (named(Input::EtcdKey), &k)).unwrap();
     let tls_rogue = TlsClient::new(&etcd.ca(), Some(&rogue_id), &[ALPN_HTTP1]).unwrap();
     let err = peer::probe(&t, Some(&tls_rogue), 3, Duration::ZERO, TIMEOUT)
         .await

@@ -14,7 +14,7 @@ impl Checker {
         } else {
             (
                 Status::Warning,
-                "no etcd client identity given (--etcd-cacert, --etcd-cert, --etcd-key): etcd \
+                "no etcd client identity given (etcd CA, client certificate and key): etcd \
                  latency checks fell back to TCP connect timing, and EtcdHealth, quorum reads \
                  and peer probes were skipped"
                     .to_string(),

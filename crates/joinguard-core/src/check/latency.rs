@@ -16,8 +16,9 @@ impl Checker {
             s,
             LatencyFigure::EffectiveRtt,
             &self.thresholds.etcd_peer_latency,
-            "the join would risk leader elections. Fix the path or raise \
-             --etcd-heartbeat-interval/--etcd-election-timeout on all members",
+            "the join would risk leader elections. Fix the path or raise etcd's \
+             heartbeat-interval and election-timeout on all members (and give joinguard the \
+             new values)",
             "the margin to leader elections is small",
         )
     }

@@ -195,7 +195,7 @@ fn slow_peer_errors_with_an_operator_message() {
         "{m}"
     );
     assert!(
-        m.contains("--etcd-heartbeat-interval/--etcd-election-timeout"),
+        m.contains("raise etcd's heartbeat-interval and election-timeout on all members"),
         "{m}"
     );
 }

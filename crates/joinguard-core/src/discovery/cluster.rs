@@ -28,6 +28,7 @@ use zeroize::Zeroizing;
 
 use super::DiscoveryError;
 use crate::duration::parse_go_duration;
+use crate::input::{Input, Named, Spelling};
 use crate::key::KeyError;
 use crate::key::PrivateKey;
 use crate::kube::{ApiClient, ClientError};
@@ -157,8 +158,8 @@ pub enum CaError {
     )]
     Mismatch { key: String, cert: String },
     #[error(
-        "{}: {source} (kubeadm places the etcd CA there for a control-plane join without \
-         --certificate-key; for external etcd give --etcd-cacert, --etcd-cert and --etcd-key \
+        "{}: {source} (kubeadm places the etcd CA there for a control-plane join without a \
+         certificate key; for external etcd give the etcd CA, client certificate and key \
          instead)",
         path.display()
     )]
@@ -190,7 +191,7 @@ pub enum MintError {
     Signing(#[source] rcgen::Error),
 }
 
-/// A `--certificate-key` that is not 64 hex digits. It carries nothing of the value.
+/// A certificate key that is not 64 hex digits. It carries nothing of the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
     "the certificate key must be 64 hex digits (32 bytes), as printed by \
@@ -322,7 +323,12 @@ pub fn decrypt_bytes(data: &[u8], key: &[u8; 32]) -> Option<Zeroizing<Vec<u8>>> 
 /// (exit 2): the certificate key did decrypt it, so nothing on this node is at fault, but waiting
 /// or retrying cannot fix what `kubeadm init phase upload-certs` uploaded either. kubeadm's own
 /// join would fail on the same file. The message names the entry and the format found.
-pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, DiscoveryError> {
+/// `key_name` names the key in errors, as the user gave it.
+pub fn etcd_material(
+    secret: &Value,
+    key: &[u8; 32],
+    key_name: &Named,
+) -> Result<EtcdMaterial, DiscoveryError> {
     let entry = |name: &str| -> Result<Option<Zeroizing<Vec<u8>>>, DiscoveryError> {
         let Some(b64) = secret
             .pointer(&format!(
@@ -343,13 +349,11 @@ pub fn etcd_material(secret: &Value, key: &[u8; 32]) -> Result<EtcdMaterial, Dis
             return Ok(None);
         }
         decrypt_bytes(&sealed, key).map(Some).ok_or_else(|| {
-            DiscoveryError::Input(
-                "--certificate-key does not decrypt kubeadm-certs: the key is wrong, or the \
-                 certificates were uploaded again with another key (they expire 2 hours after \
-                 `kubeadm init phase upload-certs --upload-certs`; run it again and use the key \
-                 it prints)"
-                    .into(),
-            )
+            DiscoveryError::Input(format!(
+                "{key_name} does not decrypt kubeadm-certs: the key is wrong, or the certificates \
+                 were uploaded again with another key (they expire 2 hours after `kubeadm init \
+                 phase upload-certs --upload-certs`; run it again and use the key it prints)"
+            ))
         })
     };
     let unusable = |e: CaError| {
@@ -550,6 +554,7 @@ pub async fn read_cluster(
     policy: &RetryPolicy,
     recorder: &Recorder,
     certs: Option<CertSource<'_>>,
+    spelling: Spelling,
 ) -> Result<(ClusterFacts, Option<EtcdMaterial>), DiscoveryError> {
     let wake = client.socket_addr().map(WakeOnConnect::new);
     let get = |c: &ApiClient, op: &'static str, path: &'static str| {
@@ -575,19 +580,28 @@ pub async fn read_cluster(
                 .clone()
                 .unwrap_or_else(|| DEFAULT_CERTIFICATES_DIR.to_string());
             etcd_material_from_dir(std::path::Path::new(&dir)).map_err(|e| {
+                let f = |i| spelling.spell(i);
                 DiscoveryError::Input(format!(
-                    "a control-plane join without --certificate-key needs the cluster's shared \
-                     certificates on this node, as kubeadm join does, and joinguard needs the \
-                     etcd CA among them to check etcd: {e}. Give one of: --certificate-key \
-                     (with --token: the etcd CA comes from the kubeadm-certs Secret), --cert-dir \
-                     DIR (kubeadm's layout), --config with controlPlane.certificateKey, or \
-                     --etcd-endpoints with --etcd-cacert, --etcd-cert and --etcd-key"
+                    "a control-plane join without {key} needs the cluster's shared certificates \
+                     on this node, as kubeadm join does, and joinguard needs the etcd CA among \
+                     them to check etcd: {e}. Give one of: {key} (with {token}: the etcd CA comes \
+                     from the kubeadm-certs Secret), {dir} DIR (kubeadm's layout), {config} with \
+                     controlPlane.certificateKey, or {endpoints} with {cacert}, {cert} and \
+                     {etcd_key}",
+                    key = f(Input::CertificateKey),
+                    token = f(Input::Token),
+                    dir = f(Input::CertDir),
+                    config = f(Input::Config),
+                    endpoints = f(Input::EtcdEndpoints),
+                    cacert = f(Input::EtcdCacert),
+                    cert = f(Input::EtcdCert),
+                    etcd_key = f(Input::EtcdKey),
                 ))
             })?
         }
         Some(CertSource::KubeadmCerts(k)) => {
             let secret = get(client, "kube-system/kubeadm-certs get", KUBEADM_CERTS).await?;
-            etcd_material(&secret, k)?
+            etcd_material(&secret, k, &spelling.name(Input::CertificateKey))?
         }
     };
     let stacked_unknown =
@@ -618,6 +632,10 @@ pub async fn read_cluster(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn key_name() -> Named {
+        crate::input::tests::named(Input::CertificateKey)
+    }
 
     #[test]
     fn facts_from_v1beta4_and_v1beta3_layouts() {
@@ -802,7 +820,7 @@ mod tests {
             .iter()
             .map(|(n, b)| (n.as_str(), b.as_bytes()))
             .collect();
-        let m = etcd_material(&sealed_secret(&all, &key), &key).unwrap();
+        let m = etcd_material(&sealed_secret(&all, &key), &key, &key_name()).unwrap();
         assert!(m.minted);
         assert_eq!(m.ca_key.as_deref(), Some("RSA-2048 PKCS#1"));
         assert!(m.cluster_ca.is_some());
@@ -812,7 +830,7 @@ mod tests {
         let mut no_ca_key = all.clone();
         no_ca_key.retain(|(n, _)| *n != "ca.key");
         no_ca_key.push(("ca.key", b""));
-        let m = etcd_material(&sealed_secret(&no_ca_key, &key), &key).unwrap();
+        let m = etcd_material(&sealed_secret(&no_ca_key, &key), &key, &key_name()).unwrap();
         assert!(m.cluster_ca.is_none());
 
         let encrypted = std::fs::read(
@@ -823,7 +841,7 @@ mod tests {
         let mut bad = all.clone();
         bad.retain(|(n, _)| *n != "etcd-ca.key");
         bad.push(("etcd-ca.key", &encrypted));
-        let e = etcd_material(&sealed_secret(&bad, &key), &key).unwrap_err();
+        let e = etcd_material(&sealed_secret(&bad, &key), &key, &key_name()).unwrap_err();
         assert!(matches!(e, DiscoveryError::Input(_)), "{e:?}");
         let msg = e.to_string();
         assert!(

@@ -1,5 +1,6 @@
-//! Preflight inputs: turns flags into validated targets and TLS material, or into an
-//! [`InputError`] that names the flag and what was expected (exit 2).
+//! Preflight inputs: turns the spec into validated targets and TLS material, or into an
+//! [`InputError`] that names the input as the user gave it (flag or config key) and what was
+//! expected (exit 2).
 //!
 //! This module reads the files the flags name and nothing else: no network I/O.
 
@@ -9,17 +10,18 @@ use std::time::Duration;
 use super::cluster::{CaError, CertificateKeyError};
 use super::{PinError, TokenFormatError};
 use crate::check::{CheckNameError, IgnoreList, Thresholds};
+use crate::input::{Input, Named, Spelling};
 use crate::joinconfig::JoinConfigError;
-use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, TlsFlag};
+use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError};
 use crate::spec::{Output, PreflightSpec};
 use crate::target::{Target, TargetKind};
 
-/// A flag whose value cannot be used.
+/// An input whose value cannot be used. Each names the input as the user gave it.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("{flag} `{value}`: {reason}")]
-    Flag {
-        flag: String,
+    #[error("{input} `{value}`: {reason}")]
+    Value {
+        input: Named,
         value: String,
         reason: String,
     },
@@ -30,36 +32,44 @@ pub enum InputError {
     /// A bootstrap token (`--token`, `--tls-bootstrap-token`, or a field of `--config`).
     #[error("{input}: {source}")]
     Token {
-        input: String,
+        input: Named,
         #[source]
         source: TokenFormatError,
     },
-    #[error("--discovery-token-ca-cert-hash {0}")]
-    Pin(#[source] PinError),
-    #[error("--certificate-key: {0}")]
-    CertificateKey(#[source] CertificateKeyError),
-    #[error("--cert-dir: {0}")]
-    CertDir(#[source] CaError),
-    #[error(transparent)]
-    Config(#[from] JoinConfigError),
+    #[error("{input} {source}")]
+    Pin {
+        input: Named,
+        #[source]
+        source: PinError,
+    },
+    #[error("{input}: {source}")]
+    CertificateKey {
+        input: Named,
+        #[source]
+        source: CertificateKeyError,
+    },
+    #[error("{input}: {source}")]
+    CertDir {
+        input: Named,
+        #[source]
+        source: CaError,
+    },
+    /// kubeadm's JoinConfiguration file.
+    #[error("{input} {source}")]
+    Config {
+        input: Named,
+        #[source]
+        source: JoinConfigError,
+    },
     #[error(transparent)]
     Mixed(#[from] crate::kubeadm::flags::MixedConfig),
-    /// The kubeconfig of file discovery (`--discovery-file`, `discovery.file.kubeConfigPath`).
-    #[error("{input}: {source}")]
+    /// The kubeconfig of file discovery (its CA, when unusable, is an [`InputError::Identity`]).
+    #[error("{input} {source}")]
     DiscoveryFile {
-        input: String,
+        input: Named,
         #[source]
-        source: DiscoveryFileError,
+        source: crate::kube::KubeconfigError,
     },
-}
-
-/// Why the kubeconfig of file discovery cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum DiscoveryFileError {
-    #[error(transparent)]
-    Kubeconfig(#[from] crate::kube::KubeconfigError),
-    #[error(transparent)]
-    Ca(#[from] IdentityError),
 }
 
 /// Everything a preflight run needs, validated.
@@ -93,48 +103,61 @@ pub struct PreflightInput {
 }
 
 impl PreflightInput {
-    /// Validates the flags of `joinguard preflight`.
+    /// Validates the inputs of `joinguard preflight`.
     pub fn from_args(a: &PreflightSpec) -> Result<PreflightInput, InputError> {
-        let api_ca = load_ca(TlsFlag::ApiserverCacert, a.apiserver_cacert.as_deref())?;
+        let name = |i: Input| a.spelling.name(i);
+        let api_ca = load_ca(name(Input::ApiserverCacert), a.apiserver_cacert.as_deref())?;
         let api = a
             .api_server_endpoint
             .as_deref()
-            .map(|v| parse_endpoint("API_SERVER_ENDPOINT", v, TargetKind::ApiServer, true))
+            .map(|v| {
+                parse_endpoint(
+                    name(Input::ApiServerEndpoint),
+                    v,
+                    TargetKind::ApiServer,
+                    true,
+                )
+            })
             .transpose()?;
         if let Some(api) = &api {
             if !api.tls {
-                return Err(flag_err(
-                    "API_SERVER_ENDPOINT",
+                return Err(value_err(
+                    name(Input::ApiServerEndpoint),
                     a.api_server_endpoint.as_deref().unwrap_or_default(),
                     "the Kubernetes API is served over HTTPS; use host:port or https://host:port",
                 ));
             }
         }
 
-        let etcd_ca = load_ca(TlsFlag::EtcdCacert, a.etcd_cacert.as_deref())?;
+        let (cacert, cert, key) = (
+            name(Input::EtcdCacert),
+            name(Input::EtcdCert),
+            name(Input::EtcdKey),
+        );
+        let etcd_ca = load_ca(cacert.clone(), a.etcd_cacert.as_deref())?;
         let etcd_identity = match (&a.etcd_cert, &a.etcd_key) {
-            (Some(c), Some(k)) => Some(ClientIdentity::load(c, k)?),
+            (Some(c), Some(k)) => Some(ClientIdentity::load((cert.clone(), c), (key.clone(), k))?),
             (None, None) => None,
             _ => {
-                return Err(InputError::Other(
-                    "--etcd-cert and --etcd-key go together: give both or neither".into(),
-                ))
+                return Err(InputError::Other(format!(
+                    "{cert} and {key} go together: give both or neither"
+                )))
             }
         };
         if etcd_identity.is_some() && etcd_ca.is_none() {
-            return Err(InputError::Other(
-                "--etcd-cert needs --etcd-cacert: without the etcd CA the member's certificate \
-                 cannot be verified (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)"
-                    .into(),
-            ));
+            return Err(InputError::Other(format!(
+                "{cert} needs {cacert}: without the etcd CA the member's certificate cannot be \
+                 verified (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)"
+            )));
         }
         let tls_given = etcd_ca.is_some() || etcd_identity.is_some();
-        let parse_list = |flag: &'static str, vals: &[String], kind| {
+        let parse_list = |input: Input, vals: &[String], kind| {
+            let flag = name(input);
             let mut out: Vec<Target> = Vec::new();
             for v in vals.iter().map(|v| v.trim()).filter(|v| !v.is_empty()) {
-                let t = parse_endpoint(flag, v, kind, true)?;
+                let t = parse_endpoint(flag.clone(), v, kind, true)?;
                 if !t.tls && tls_given {
-                    return Err(flag_err(
+                    return Err(value_err(
                         flag,
                         v,
                         "this is an http URL but etcd TLS certificates are given; \
@@ -142,50 +165,50 @@ impl PreflightInput {
                     ));
                 }
                 if out.iter().any(|o| o.endpoint == t.endpoint) {
-                    return Err(flag_err(flag, v, "this endpoint is listed twice"));
+                    return Err(value_err(flag, v, "this endpoint is listed twice"));
                 }
                 out.push(t);
             }
             Ok::<_, InputError>(out)
         };
         let etcd_clients = parse_list(
-            "--etcd-endpoints",
+            Input::EtcdEndpoints,
             &a.etcd_endpoints,
             TargetKind::EtcdClient,
         )?;
         let etcd_peers = parse_list(
-            "--etcd-peer-endpoints",
+            Input::EtcdPeerEndpoints,
             &a.etcd_peer_endpoints,
             TargetKind::EtcdPeer,
         )?;
         if api.is_none() && etcd_clients.is_empty() && etcd_peers.is_empty() {
-            return Err(InputError::Other(
-                "nothing to check: give the API endpoint (like kubeadm join) and/or \
-                 --etcd-endpoints; see `joinguard preflight --help`"
-                    .into(),
-            ));
+            return Err(InputError::Other(format!(
+                "nothing to check: give the API endpoint ({}, as kubeadm join takes it) and/or {}",
+                name(Input::ApiServerEndpoint),
+                name(Input::EtcdEndpoints),
+            )));
         }
 
         let hb = a.etcd_heartbeat_interval;
         let el = a.etcd_election_timeout;
         if hb.is_zero() || hb > Duration::from_secs(10) {
-            return Err(flag_err(
-                "--etcd-heartbeat-interval",
+            return Err(value_err(
+                name(Input::EtcdHeartbeatInterval),
                 &humantime::format_duration(hb).to_string(),
                 "expected the cluster's etcd heartbeat, between 1ms and 10s (etcd default 100ms)",
             ));
         }
         // etcd refuses an election timeout under 5 heartbeats and over 50 s (etcd tuning guide).
         if el < hb * 5 || el > Duration::from_secs(50) {
-            return Err(flag_err(
-                "--etcd-election-timeout",
+            return Err(value_err(
+                name(Input::EtcdElectionTimeout),
                 &humantime::format_duration(el).to_string(),
                 "expected at least 5x the heartbeat interval and at most 50s (etcd default 1s)",
             ));
         }
         if a.timeout < Duration::from_millis(500) {
-            return Err(flag_err(
-                "--timeout",
+            return Err(value_err(
+                name(Input::Timeout),
                 &humantime::format_duration(a.timeout).to_string(),
                 "too short to measure anything; expected at least 500ms (default 60s)",
             ));
@@ -194,29 +217,32 @@ impl PreflightInput {
             IgnoreList::from_sources(&a.ignore_preflight_errors, &[]).map_err(|e| match e {
                 // kubeadm's own message names the list already.
                 e @ CheckNameError::AllWithOthers { .. } => InputError::Other(e.to_string()),
-                e => flag_err(
-                    "--ignore-preflight-errors",
+                e => value_err(
+                    name(Input::IgnorePreflightErrors),
                     &a.ignore_preflight_errors.join(","),
                     &e.to_string(),
                 ),
             })?;
         if (a.write_probe || a.bandwidth) && etcd_identity.is_none() {
-            let f = if a.write_probe {
-                "--write-probe"
+            let f = name(if a.write_probe {
+                Input::WriteProbe
             } else {
-                "--bandwidth"
-            };
+                Input::Bandwidth
+            });
             return Err(InputError::Other(format!(
-                "{f} needs an etcd identity: give --etcd-cacert, --etcd-cert and --etcd-key"
+                "{f} needs an etcd identity: give {cacert}, {cert} and {key}"
             )));
         }
         if (a.write_probe || a.bandwidth) && etcd_clients.is_empty() {
-            return Err(InputError::Other(
-                "--write-probe and --bandwidth need --etcd-endpoints".into(),
-            ));
+            return Err(InputError::Other(format!(
+                "{} and {} need {}",
+                name(Input::WriteProbe),
+                name(Input::Bandwidth),
+                name(Input::EtcdEndpoints)
+            )));
         }
         let node_name = match &a.node_name {
-            Some(n) => validate_node_name(n)?,
+            Some(n) => validate_node_name(a.spelling, n)?,
             None => hostname(),
         };
         Ok(PreflightInput {
@@ -250,44 +276,47 @@ impl PreflightInput {
     }
 }
 
-fn load_ca(flag: TlsFlag, path: Option<&Path>) -> Result<Option<CaBundle>, InputError> {
-    Ok(path.map(|p| CaBundle::load(flag, p)).transpose()?)
+fn load_ca(input: Named, path: Option<&Path>) -> Result<Option<CaBundle>, InputError> {
+    Ok(path.map(|p| CaBundle::load(input, p)).transpose()?)
 }
 
-fn flag_err(flag: &'static str, value: &str, reason: &str) -> InputError {
-    InputError::Flag {
-        flag: flag.to_string(),
+fn value_err(input: Named, value: &str, reason: &str) -> InputError {
+    InputError::Value {
+        input,
         value: value.to_string(),
         reason: reason.to_string(),
     }
 }
 
-/// Parses an endpoint flag value with the one endpoint parser ([`Target::parse`]); the error
-/// names the flag, and never repeats a URL with credentials.
+/// Parses an endpoint with the one endpoint parser ([`Target::parse`]); the error names the
+/// input, and never repeats a URL with credentials.
 pub fn parse_endpoint(
-    flag: &'static str,
+    input: Named,
     value: &str,
     kind: TargetKind,
     allow_bare: bool,
 ) -> Result<Target, InputError> {
-    Target::parse(kind, value, allow_bare).map_err(|e| InputError::Flag {
-        flag: flag.to_string(),
+    Target::parse(kind, value, allow_bare).map_err(|e| InputError::Value {
+        input,
         value: e.url,
         reason: e.problem.to_string(),
     })
 }
 
-fn validate_node_name(n: &str) -> Result<String, InputError> {
-    // Kubernetes node names are DNS-1123 subdomains; the name lands in an etcd key.
-    let ok = !n.is_empty()
+/// Kubernetes node names are DNS-1123 subdomains; the name lands in an etcd key.
+fn is_node_name(n: &str) -> bool {
+    !n.is_empty()
         && n.len() <= 253
         && n.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    if ok {
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+fn validate_node_name(spelling: Spelling, n: &str) -> Result<String, InputError> {
+    if is_node_name(n) {
         Ok(n.to_string())
     } else {
-        Err(flag_err(
-            "--node-name",
+        Err(value_err(
+            spelling.name(Input::NodeName),
             n,
             "expected a DNS-1123 name: lowercase letters, digits, '-' and '.'",
         ))
@@ -298,46 +327,9 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_ascii_lowercase())
         .ok()
-        .filter(|s| validate_node_name(s).is_ok())
+        .filter(|s| is_node_name(s))
         .unwrap_or_else(|| "unknown-node".to_string())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_parse_to_host_port() {
-        let t = parse_endpoint(
-            "--etcd-endpoints",
-            "https://10.0.0.11:2379",
-            TargetKind::EtcdClient,
-            true,
-        )
-        .unwrap();
-        assert_eq!((t.endpoint.as_str(), t.tls), ("10.0.0.11:2379", true));
-        let t = parse_endpoint("x", "10.0.0.11", TargetKind::EtcdClient, true).unwrap();
-        assert_eq!(t.endpoint, "10.0.0.11:2379");
-        let t = parse_endpoint("x", "http://[fd00::1]:2380", TargetKind::EtcdPeer, true).unwrap();
-        assert_eq!((t.endpoint.as_str(), t.tls), ("[fd00::1]:2380", false));
-        let t = parse_endpoint("x", "api.example.com:6443", TargetKind::ApiServer, true).unwrap();
-        assert_eq!(t.host, "api.example.com");
-    }
-
-    #[test]
-    fn malformed_endpoints_name_the_flag() {
-        for bad in [
-            "https://",
-            "ftp://10.0.0.1:21",
-            "https://10.0.0.1:99999",
-            "https://h:1/path",
-            "https://u:p@h:1",
-        ] {
-            let e =
-                parse_endpoint("--etcd-endpoints", bad, TargetKind::EtcdClient, true).unwrap_err();
-            let msg = e.to_string();
-            assert!(msg.starts_with("--etcd-endpoints"), "{bad}: {msg}");
-            assert!(!msg.contains("u:p@"), "credentials leaked: {msg}");
-        }
-    }
-}
+mod tests;

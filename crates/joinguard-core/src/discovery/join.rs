@@ -12,17 +12,18 @@ use std::time::Duration;
 use super::cluster::{self, ClusterFacts, EtcdMaterial};
 use super::{BootstrapToken, CaTrust, DiscoveryError};
 use crate::failure::{Stopped, TrustFailure, TrustFailureKind};
+use crate::input::{Input, Named, Spelling};
 use crate::joinconfig::JoinConfig;
 use crate::kube::ApiClient;
 use crate::kubeadm;
 use crate::notes::Notes;
-use crate::probe::identity::{CaBundle, ClientIdentity, TlsFlag, ALPN_HTTP1};
+use crate::probe::identity::{CaBundle, ClientIdentity, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
 use crate::retry::{Recorder, RetryPolicy};
 use crate::spec::PreflightSpec;
 use crate::target::TargetKind;
 
-use super::input::{self, DiscoveryFileError, InputError, PreflightInput};
+use super::input::{self, InputError, PreflightInput};
 
 /// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
 /// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
@@ -43,7 +44,7 @@ pub async fn resolve_input(
     if line.control_plane && !line.explicit_etcd {
         match &mut discovery {
             Some(d) => d.shared_certificates = true,
-            None => return Err(Stopped::Invalid(NO_ETCD_INPUT.to_string())),
+            None => return Err(Stopped::Invalid(no_etcd_input(args.spelling))),
         }
     }
     let mut input = PreflightInput::from_args(&args).map_err(invalid)?;
@@ -84,13 +85,27 @@ pub async fn resolve_input(
 }
 
 /// A control-plane join given neither token discovery nor any etcd input.
-const NO_ETCD_INPUT: &str = "a control-plane join needs its etcd paths checked, and nothing \
-     given lets joinguard find or reach the etcd members. Give one of: --token with \
-     --discovery-token-ca-cert-hash and --certificate-key (as kubeadm join takes them; the etcd \
-     members and CA come from the cluster), --token with --cert-dir DIR or the shared \
-     certificates in /etc/kubernetes/pki, --config with the join's JoinConfiguration, or \
-     --etcd-endpoints with --etcd-cacert, --etcd-cert and --etcd-key. For a worker join, drop \
-     --control-plane";
+fn no_etcd_input(spelling: Spelling) -> String {
+    let f = |i| spelling.spell(i);
+    format!(
+        "a control-plane join needs its etcd paths checked, and nothing given lets joinguard \
+         find or reach the etcd members. Give one of: {token} with {pin} and {key} (as kubeadm \
+         join takes them; the etcd members and CA come from the cluster), {token} with {dir} \
+         DIR or the shared certificates in /etc/kubernetes/pki, {config} with the join's \
+         JoinConfiguration, or {endpoints} with {cacert}, {cert} and {etcd_key}. For a worker \
+         join, drop {cp}",
+        token = f(Input::Token),
+        pin = f(Input::DiscoveryTokenCaCertHash),
+        key = f(Input::CertificateKey),
+        dir = f(Input::CertDir),
+        config = f(Input::Config),
+        endpoints = f(Input::EtcdEndpoints),
+        cacert = f(Input::EtcdCacert),
+        cert = f(Input::EtcdCert),
+        etcd_key = f(Input::EtcdKey),
+        cp = f(Input::ControlPlane),
+    )
+}
 
 /// What the kubeadm join line adds to preflight's own inputs.
 struct JoinLine {
@@ -123,17 +138,6 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
     if let Some(e) = kubeadm::flags::mixed_config_error(&given) {
         return Err(InputError::Mixed(e));
     }
-    let unused: Vec<String> = given
-        .iter()
-        .filter(|f| kubeadm::flags::lookup(f).is_some_and(|k| !k.is_used()))
-        .map(|f| format!("--{f}"))
-        .collect();
-    if !unused.is_empty() && crate::logging::verbosity() >= 1 {
-        sink.note(&format!(
-            "[preflight] kubeadm flags accepted, not used by joinguard: {}",
-            unused.join(", ")
-        ));
-    }
     let mut notes = Vec::new();
     // Notes go into the report (text and JSON), not a second time to stderr.
     let say = |line: String, notes: &mut Vec<String>| notes.push(line);
@@ -145,35 +149,45 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
         discovery_timeout: None,
         notes: Vec::new(),
     };
+    let name = |i: Input| a.spelling.name(i);
+    let config = name(Input::Config);
     let mut advertise = a.apiserver_advertise_address.clone();
-    let mut advertise_source = "--apiserver-advertise-address".to_string();
+    let mut advertise_source = name(Input::ApiserverAdvertiseAddress);
     let mut discovery_file = a.discovery_file.clone();
-    let mut file_source = "--discovery-file".to_string();
+    let mut file_source = name(Input::DiscoveryFile);
     if let Some(tls) = &a.tls_bootstrap_token {
         BootstrapToken::parse(tls).map_err(|source| InputError::Token {
-            input: "--tls-bootstrap-token".into(),
+            input: name(Input::TlsBootstrapToken),
             source,
         })?;
     }
     if let Some(path) = a.config.clone() {
         if a.api_server_endpoint.take().is_some() {
             say(
-                "WARNING: the API endpoint argument is ignored beside --config, as kubeadm join \
-                 ignores it; discovery.bootstrapToken.apiServerEndpoint is used"
-                    .into(),
+                format!(
+                    "WARNING: the API endpoint argument is ignored beside {config}, as kubeadm \
+                     join ignores it; discovery.bootstrapToken.apiServerEndpoint is used"
+                ),
                 &mut notes,
             );
         }
-        let c = JoinConfig::load(&path)?;
+        let c = JoinConfig::load(&path).map_err(|source| InputError::Config {
+            input: config.clone(),
+            source,
+        })?;
+        // A field of the file, named as the user finds it.
+        let field = |input: Input, field: &str| {
+            Named::new(input, format!("{config} {}: {field}", path.display()))
+        };
         for w in &c.warnings {
             sink.note(&format!(
-                "[preflight] WARNING: --config {}: {w}",
+                "[preflight] WARNING: {config} {}: {w}",
                 path.display()
             ));
         }
         if let Some(tls) = &c.tls_bootstrap_token {
             BootstrapToken::parse(tls).map_err(|source| InputError::Token {
-                input: format!("--config {}: discovery.tlsBootstrapToken", path.display()),
+                input: field(Input::TlsBootstrapToken, "discovery.tlsBootstrapToken"),
                 source,
             })?;
         }
@@ -184,9 +198,9 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
         line.control_plane = c.local_api_endpoint.is_some();
         if let Some((addr, port)) = c.local_api_endpoint {
             advertise = addr.map(|a| a.to_string());
-            advertise_source = format!(
-                "--config {}: controlPlane.localAPIEndpoint.advertiseAddress",
-                path.display()
+            advertise_source = field(
+                Input::ApiserverAdvertiseAddress,
+                "controlPlane.localAPIEndpoint.advertiseAddress",
             );
             a.apiserver_bind_port = Some(port);
             if a.etcd_cert.is_none() && a.cert_dir.is_none() {
@@ -201,7 +215,7 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
         a.ignore_preflight_errors
             .extend(c.ignore_preflight_errors.iter().cloned());
         discovery_file = c.discovery_file.clone();
-        file_source = format!("--config {}: discovery.file.kubeConfigPath", path.display());
+        file_source = field(Input::DiscoveryFile, "discovery.file.kubeConfigPath");
         line.discovery_timeout = c.discovery_timeout;
     } else {
         // --token is the default of both --discovery-token and --tls-bootstrap-token.
@@ -240,16 +254,14 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
         a.token = None;
         if a.apiserver_cacert.is_none() {
             let path = std::path::PathBuf::from(&file);
-            let file_error = |source: DiscoveryFileError| InputError::DiscoveryFile {
-                input: file_source.clone(),
-                source,
-            };
-            let k = crate::kube::Kubeconfig::load(&path, None).map_err(|e| file_error(e.into()))?;
+            let k = crate::kube::Kubeconfig::load(&path, None).map_err(|source| {
+                InputError::DiscoveryFile {
+                    input: file_source.clone(),
+                    source,
+                }
+            })?;
             a.api_server_endpoint = Some(k.server.clone());
-            line.file_ca = Some(
-                CaBundle::from_pem(TlsFlag::ApiserverCacert, &path, k.ca_pem)
-                    .map_err(|e| file_error(e.into()))?,
-            );
+            line.file_ca = Some(CaBundle::from_pem(file_source.clone(), &path, k.ca_pem)?);
         }
     }
     if let Some(addr) = advertise.filter(|s| !s.is_empty()) {
@@ -262,10 +274,12 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
         || a.cert_dir.is_some()
         || a.certificate_key.is_some();
     if !line.control_plane && !line.explicit_etcd {
+        let cp = name(Input::ControlPlane);
         say(
-            "worker join (no --control-plane, no controlPlane in --config): only the API path \
-             is checked; give --control-plane for the etcd paths of a control-plane join"
-                .into(),
+            format!(
+                "worker join (no {cp}, no controlPlane in {config}): only the API path is \
+                 checked; give {cp} for the etcd paths of a control-plane join"
+            ),
             &mut notes,
         );
     }
@@ -275,9 +289,9 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
 
 /// `addr` parsed, and one of this host's addresses: binding a UDP socket to it succeeds only
 /// then (no packet is sent). kubeadm's etcd member would advertise https://ADDR:2380.
-fn this_hosts_address(source: &str, addr: &str) -> Result<IpAddr, InputError> {
-    let bad = |reason: String| InputError::Flag {
-        flag: source.to_string(),
+fn this_hosts_address(source: &Named, addr: &str) -> Result<IpAddr, InputError> {
+    let bad = |reason: String| InputError::Value {
+        input: source.clone(),
         value: addr.to_string(),
         reason,
     };
@@ -309,6 +323,8 @@ struct DiscoveryInput {
     /// A control-plane join with no etcd input: read the etcd identity from the cluster's
     /// `certificatesDir`, where kubeadm expects the shared certificates.
     shared_certificates: bool,
+    /// How the user spelled the inputs, for the notes.
+    spelling: Spelling,
 }
 
 /// What discovery adds to the flags.
@@ -320,28 +336,30 @@ struct Found {
 
 impl DiscoveryInput {
     fn from_args(a: &PreflightSpec) -> Result<Option<DiscoveryInput>, InputError> {
+        let name = |i: Input| a.spelling.name(i);
+        let (token_name, config) = (name(Input::Token), name(Input::Config));
         let Some(token) = &a.token else {
             let orphan = if a.certificate_key.is_some() {
-                Some("--certificate-key")
+                Some(Input::CertificateKey)
             } else if a.cert_dir.is_some() {
-                Some("--cert-dir")
+                Some(Input::CertDir)
             } else if !a.discovery_token_ca_cert_hash.is_empty() {
-                Some("--discovery-token-ca-cert-hash")
+                Some(Input::DiscoveryTokenCaCertHash)
             } else if a.discovery_token_unsafe_skip_ca_verification {
-                Some("--discovery-token-unsafe-skip-ca-verification")
+                Some(Input::DiscoveryTokenUnsafeSkipCaVerification)
             } else {
                 None
             };
-            return match orphan {
+            return match orphan.map(name) {
                 Some(f) => Err(InputError::Other(format!(
-                    "{f} is part of token discovery and needs --token (or \
-                     discovery.bootstrapToken.token in --config)"
+                    "{f} is part of token discovery and needs {token_name} (or \
+                     discovery.bootstrapToken.token in {config})"
                 ))),
                 None => Ok(None),
             };
         };
         let token = BootstrapToken::parse(token).map_err(|source| InputError::Token {
-            input: "--token".into(),
+            input: token_name.clone(),
             source,
         })?;
         // Pins that are given are checked, whatever unsafeSkipCAVerification says: kubeadm's
@@ -353,24 +371,26 @@ impl DiscoveryInput {
                     .iter()
                     .map(|p| super::parse_pin(p))
                     .collect::<Result<_, _>>()
-                    .map_err(InputError::Pin)?,
+                    .map_err(|source| InputError::Pin {
+                        input: name(Input::DiscoveryTokenCaCertHash),
+                        source,
+                    })?,
             )
         } else if a.discovery_token_unsafe_skip_ca_verification {
             CaTrust::UnsafeSkip
         } else {
-            return Err(InputError::Other(
-                "--token needs --discovery-token-ca-cert-hash sha256:<hex> (or, \
-                        knowingly, --discovery-token-unsafe-skip-ca-verification), as kubeadm \
-                        join does"
-                    .into(),
-            ));
+            return Err(InputError::Other(format!(
+                "{token_name} needs {} sha256:<hex> (or, knowingly, {}), as kubeadm join does",
+                name(Input::DiscoveryTokenCaCertHash),
+                name(Input::DiscoveryTokenUnsafeSkipCaVerification),
+            )));
         };
         let Some(endpoint) = a.api_server_endpoint.as_deref() else {
-            return Err(InputError::Other(
-                "--token needs the API endpoint (as kubeadm join takes it: host:port, \
-                        or discovery.bootstrapToken.apiServerEndpoint in --config)"
-                    .into(),
-            ));
+            return Err(InputError::Other(format!(
+                "{token_name} needs the API endpoint ({}: host:port as kubeadm join takes it, or \
+                 discovery.bootstrapToken.apiServerEndpoint in {config})",
+                name(Input::ApiServerEndpoint)
+            )));
         };
         let endpoint = endpoint
             .trim_start_matches("https://")
@@ -381,13 +401,19 @@ impl DiscoveryInput {
             .as_deref()
             .map(cluster::parse_certificate_key)
             .transpose()
-            .map_err(InputError::CertificateKey)?;
+            .map_err(|source| InputError::CertificateKey {
+                input: name(Input::CertificateKey),
+                source,
+            })?;
         let cert_dir = a
             .cert_dir
             .as_deref()
             .map(cluster::etcd_material_from_dir)
             .transpose()
-            .map_err(InputError::CertDir)?;
+            .map_err(|source| InputError::CertDir {
+                input: name(Input::CertDir),
+                source,
+            })?;
         Ok(Some(DiscoveryInput {
             endpoint,
             token,
@@ -395,6 +421,7 @@ impl DiscoveryInput {
             certificate_key,
             cert_dir,
             shared_certificates: false,
+            spelling: a.spelling,
         }))
     }
 
@@ -416,11 +443,12 @@ impl DiscoveryInput {
         let d =
             super::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder).await?;
         if d.ca_unverified {
-            notes.note(
-                "[preflight] WARNING: the cluster CA was not verified against a pin \
-                 (--discovery-token-unsafe-skip-ca-verification): an attacker in the path could \
-                 have supplied it",
-            );
+            notes.note(&format!(
+                "[preflight] WARNING: the cluster CA was not verified against a pin ({}): an \
+                 attacker in the path could have supplied it",
+                self.spelling
+                    .spell(Input::DiscoveryTokenUnsafeSkipCaVerification)
+            ));
         } else {
             notes.note("[preflight] The cluster CA matches the pin and signed cluster-info");
         }
@@ -431,7 +459,7 @@ impl DiscoveryInput {
             ))
         };
         let api_ca = CaBundle::from_pem(
-            TlsFlag::ApiserverCacert,
+            Named::new(Input::ApiserverCacert, "the cluster CA from"),
             std::path::Path::new("cluster-info"),
             d.ca_pem.clone(),
         )
@@ -448,9 +476,9 @@ impl DiscoveryInput {
         let server = format!("https://{}", self.endpoint);
         let admin = |cert: &[u8], key: zeroize::Zeroizing<Vec<u8>>| {
             let src = std::path::Path::new("minted admin certificate");
-            let id = ClientIdentity::from_pem_for(
-                (TlsFlag::Kubeconfig, src, cert.to_vec()),
-                (TlsFlag::Kubeconfig, src, key),
+            let id = ClientIdentity::from_pem(
+                (Named::new(Input::Kubeconfig, "the"), src, cert.to_vec()),
+                (Named::new(Input::Kubeconfig, "the key of the"), src, key),
             )?;
             let tls = TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1])?;
             Ok(ApiClient::with_tls(&server, tls, None)?)
@@ -468,6 +496,7 @@ impl DiscoveryInput {
                 }
                 (None, None) => None,
             },
+            self.spelling,
         )
         .await?;
         // Which CA key signed (e.g. "RSA-2048 PKCS#1").
@@ -532,7 +561,7 @@ impl Found {
             };
             for c in &candidates {
                 let t = input::parse_endpoint(
-                    "kubeadm-config etcd endpoint",
+                    Named::new(Input::EtcdEndpoints, "kubeadm-config etcd endpoint"),
                     c,
                     TargetKind::EtcdClient,
                     true,
@@ -552,19 +581,33 @@ impl Found {
                     candidates.join(",")
                 ));
             } else if self.etcd.is_some() {
-                notes.note(
+                notes.note(&format!(
                     "[preflight] found no etcd endpoint (no external etcd, no ClusterStatus, no \
-                     annotated etcd pod): give --etcd-endpoints for one or more members; the \
-                     others come from MemberList",
-                );
+                     annotated etcd pod): give {} for one or more members; the others come from \
+                     MemberList",
+                    args.spelling.spell(Input::EtcdEndpoints)
+                ));
             }
         }
         if let Some(m) = self.etcd {
             let src = std::path::Path::new("kubeadm-certs");
-            input.etcd_ca = Some(CaBundle::from_pem(TlsFlag::EtcdCacert, src, m.ca_pem)?);
-            input.etcd_identity = Some(ClientIdentity::from_pem_for(
-                (TlsFlag::EtcdCert, src, m.cert_pem),
-                (TlsFlag::EtcdKey, src, m.key_pem),
+            let found = |input, what| Named::new(input, what);
+            input.etcd_ca = Some(CaBundle::from_pem(
+                found(Input::EtcdCacert, "the etcd CA from"),
+                src,
+                m.ca_pem,
+            )?);
+            input.etcd_identity = Some(ClientIdentity::from_pem(
+                (
+                    found(Input::EtcdCert, "the etcd client certificate from"),
+                    src,
+                    m.cert_pem,
+                ),
+                (
+                    found(Input::EtcdKey, "the etcd client key from"),
+                    src,
+                    m.key_pem,
+                ),
             )?);
         }
         let defaults = args.etcd_heartbeat_interval == Duration::from_millis(100)

@@ -25,8 +25,9 @@ pub mod input;
 pub mod join;
 
 use crate::failure::{TrustFailure, TrustFailureKind};
+use crate::input::{Input, Named};
 use crate::kube::ApiClient;
-use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
+use crate::probe::identity::{CaBundle, ALPN_HTTP1};
 use crate::probe::tls::TlsClient;
 use crate::retry::{self, ApiCallError, Recorder, RetryError, RetryPolicy, WakeOnConnect};
 
@@ -266,7 +267,7 @@ pub async fn discover(
             TrustFailureKind::Signature,
             format!(
                 "the cluster-info signature for token id {:?} does not verify ({why}): the \
-                 answer was tampered with, or the token secret is wrong. Check --token",
+                 answer was tampered with, or the token secret is wrong. Check the token",
                 token.id()
             ),
         ))
@@ -286,8 +287,8 @@ pub async fn discover(
                     TrustFailureKind::CaPin,
                     format!(
                         "the cluster CA's public key hash is {}, which matches none of the given \
-                     --discovery-token-ca-cert-hash pins. Check the pin (kubeadm token create \
-                     --print-join-command prints it), or the endpoint is not your cluster",
+                     CA pins. Check the pin (kubeadm token create --print-join-command prints \
+                     it), or the endpoint is not your cluster",
                         got.first()
                             .map(|g| format!("sha256:{}", hex(g)))
                             .unwrap_or_default()
@@ -300,7 +301,7 @@ pub async fn discover(
 
     // Step 4: the same content again, over TLS verified with that CA.
     let ca = CaBundle::from_pem(
-        TlsFlag::Kubeconfig,
+        Named::new(Input::ApiserverCacert, "the cluster CA from"),
         std::path::Path::new("cluster-info"),
         ca_pem.clone(),
     )

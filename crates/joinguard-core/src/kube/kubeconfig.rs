@@ -55,20 +55,21 @@ pub struct Kubeconfig {
     pub credentials: Credentials,
 }
 
-/// Why a kubeconfig cannot be used. The CLI maps every variant to exit 2.
+/// Why a kubeconfig cannot be used. It names the file; the caller names the input the file came
+/// from (a flag, a config key) before it. The CLI maps every variant to exit 2.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
-    #[error("--kubeconfig {}: cannot read the file ({source}); expected a kubeconfig such as /etc/kubernetes/admin.conf", path.display())]
+    #[error("{}: cannot read the file ({source}); expected a kubeconfig such as /etc/kubernetes/admin.conf", path.display())]
     Unreadable {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("--kubeconfig {}: not a kubeconfig ({reason})", path.display())]
+    #[error("{}: not a kubeconfig ({reason})", path.display())]
     Parse { path: PathBuf, reason: String },
-    #[error("--kubeconfig {}: {reason}", path.display())]
+    #[error("{}: {reason}", path.display())]
     Invalid { path: PathBuf, reason: String },
-    #[error("--kubeconfig {}: {what} is not supported by joinguard; use a kubeconfig with a client certificate or a token (kubeadm's admin.conf has one)", path.display())]
+    #[error("{}: {what} is not supported by joinguard; use a kubeconfig with a client certificate or a token (kubeadm's admin.conf has one)", path.display())]
     Unsupported { path: PathBuf, what: String },
 }
 
@@ -187,7 +188,7 @@ impl Kubeconfig {
                     None if contexts.len() == 1 => contexts[0].name.clone(),
                     None => {
                         return Err(invalid(
-                            "no current-context is set; pass --context or set current-context"
+                            "no current-context is set; name a context or set current-context in the file"
                                 .into(),
                         ))
                     }

@@ -30,7 +30,8 @@ use serde_json::Value;
 use url::Url;
 use zeroize::Zeroizing;
 
-use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, TlsFlag, ALPN_HTTP1};
+use crate::input::Named;
+use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, ALPN_HTTP1};
 use crate::probe::tls::{self, TlsClient, TlsFailure};
 use crate::probe::ProbeFailure;
 
@@ -44,10 +45,15 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 /// Why a client could not be built from a kubeconfig. Exit 2.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error(transparent)]
-    Kubeconfig(#[from] KubeconfigError),
-    #[error("--kubeconfig {}: server {server:?} is not a usable URL ({source})", path.display())]
+    #[error("{input} {source}")]
+    Kubeconfig {
+        input: Named,
+        #[source]
+        source: KubeconfigError,
+    },
+    #[error("{input} {}: server {server:?} is not a usable URL ({source})", path.display())]
     Server {
+        input: Named,
         path: std::path::PathBuf,
         server: String,
         #[source]
@@ -96,22 +102,31 @@ impl std::fmt::Debug for ApiClient {
 
 impl ApiClient {
     /// Reads a kubeconfig and builds a client for its current (or the given) context.
-    pub fn from_kubeconfig(path: &Path, context: Option<&str>) -> Result<ApiClient, ClientError> {
-        let k = Kubeconfig::load(path, context)?;
-        Self::new(&k)
+    /// `input` names the kubeconfig in errors, as the user gave it.
+    pub fn from_kubeconfig(
+        input: &Named,
+        path: &Path,
+        context: Option<&str>,
+    ) -> Result<ApiClient, ClientError> {
+        let k = Kubeconfig::load(path, context).map_err(|source| ClientError::Kubeconfig {
+            input: input.clone(),
+            source,
+        })?;
+        Self::new(input, &k)
     }
 
-    pub fn new(k: &Kubeconfig) -> Result<ApiClient, ClientError> {
-        let ca = CaBundle::from_pem(TlsFlag::Kubeconfig, &k.path, k.ca_pem.clone())?;
+    /// A client as the kubeconfig `k` describes it; `input` names it in errors.
+    pub fn new(input: &Named, k: &Kubeconfig) -> Result<ApiClient, ClientError> {
+        let ca = CaBundle::from_pem(input.clone(), &k.path, k.ca_pem.clone())?;
         let (identity, bearer) = match &k.credentials {
             Credentials::ClientCert {
                 cert_pem,
                 key_pem,
                 source,
             } => (
-                Some(ClientIdentity::from_pem_for(
-                    (TlsFlag::Kubeconfig, source, cert_pem.clone()),
-                    (TlsFlag::Kubeconfig, source, key_pem.clone()),
+                Some(ClientIdentity::from_pem(
+                    (input.clone(), source, cert_pem.clone()),
+                    (input.clone(), source, key_pem.clone()),
                 )?),
                 None,
             ),
@@ -121,6 +136,7 @@ impl ApiClient {
         let tls = TlsClient::new(&ca, identity.as_ref(), &[ALPN_HTTP1])?;
         let mut client =
             ApiClient::with_tls(&k.server, tls, bearer).map_err(|source| ClientError::Server {
+                input: input.clone(),
                 path: k.path.clone(),
                 server: k.server.clone(),
                 source,

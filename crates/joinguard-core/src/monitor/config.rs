@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::duration::parse_duration;
+use crate::input::{Input, Spelling};
 use crate::spec::{Output, PreflightSpec};
 use crate::target::{Target, TargetKind};
 
@@ -401,6 +402,50 @@ pub fn ordinal(pod: &str) -> Option<u32> {
     n.parse().ok()
 }
 
+/// The monitor's spelling of preflight's inputs: the keys of its `cluster:` section, so an error
+/// names the key the user wrote. Inputs the section has no key for are named by what the monitor
+/// does instead.
+fn key(i: Input) -> &'static str {
+    match i {
+        Input::ApiServerEndpoint => "cluster.apiServerEndpoint",
+        Input::ApiserverCacert => "cluster.apiserverCacert",
+        Input::Config => "cluster.joinConfig",
+        Input::Token => "cluster.token",
+        Input::DiscoveryTokenCaCertHash => "cluster.discoveryTokenCaCertHash",
+        Input::DiscoveryTokenUnsafeSkipCaVerification => {
+            "cluster.discoveryTokenUnsafeSkipCaVerification"
+        }
+        Input::CertificateKey => "cluster.certificateKey",
+        Input::CertDir => "cluster.certDir",
+        Input::EtcdEndpoints => "cluster.etcdEndpoints",
+        Input::EtcdPeerEndpoints => "cluster.etcdPeerEndpoints",
+        Input::EtcdCacert => "cluster.etcdCacert",
+        Input::EtcdCert => "cluster.etcdCert",
+        Input::EtcdKey => "cluster.etcdKey",
+        Input::EtcdHeartbeatInterval => "cluster.etcdHeartbeatInterval",
+        Input::EtcdElectionTimeout => "cluster.etcdElectionTimeout",
+        Input::IgnorePreflightErrors => "cluster.ignorePreflightErrors",
+        Input::NodeName => "cluster.nodeName",
+        // Set by the monitor itself, or by a joinConfig's own fields.
+        Input::ApiserverAdvertiseAddress => "the joinConfig's advertise address",
+        Input::ControlPlane => "cluster (the monitor watches a control-plane join's paths)",
+        Input::TlsBootstrapToken => "the joinConfig's discovery.tlsBootstrapToken",
+        Input::DiscoveryFile => "the joinConfig's discovery.file",
+        Input::Timeout => "the monitor's discovery deadline",
+        Input::WriteProbe | Input::Bandwidth => "a probe the monitor does not run",
+        Input::Kubeconfig => "a kubeconfig",
+        Input::TraceTarget
+        | Input::Port
+        | Input::Protocol
+        | Input::Size
+        | Input::Interval
+        | Input::ProbeTimeout => "a trace input the monitor does not take",
+    }
+}
+
+/// How monitor.yaml spells preflight's inputs.
+pub const KEYS: Spelling = Spelling::new(key);
+
 fn cluster_args(
     c: RawCluster,
     field: &dyn Fn(&str, String) -> ConfigError,
@@ -475,6 +520,7 @@ fn cluster_args(
         timeout: Duration::from_secs(60),
         node_name: c.node_name,
         output: Output::Text,
+        spelling: KEYS,
     })
 }
 
@@ -501,6 +547,38 @@ mod tests {
         assert_eq!(c.targets[0].name, "api-server/10.0.0.10:6443");
         assert_eq!(c.targets[1].target.endpoint, "10.0.0.11:2380");
         assert_eq!(c.shard, Shard::default());
+    }
+
+    /// A monitor user is told about the key they wrote in monitor.yaml, never about a flag of
+    /// `joinguard preflight` they did not give.
+    #[test]
+    fn cluster_errors_name_the_yaml_key_not_a_flag() {
+        let spec = |yaml: &str| parse(yaml).unwrap().cluster.unwrap();
+        let no_flag = |msg: &str| !msg.split_whitespace().any(|w| w.starts_with('-'));
+        for (yaml, key) in [
+            (
+                "cluster:\n  etcdEndpoints: [https://10.0.0.11:2379]\n  etcdCacert: /nonexistent/ca.crt\n",
+                "cluster.etcdCacert /nonexistent/ca.crt: cannot read the file",
+            ),
+            (
+                "cluster:\n  etcdEndpoints: [https://10.0.0.11:2379]\n  etcdCert: /c.crt\n",
+                "cluster.etcdCert and cluster.etcdKey go together",
+            ),
+            (
+                "cluster:\n  etcdEndpoints: ['https://u:p@10.0.0.11:2379']\n",
+                "cluster.etcdEndpoints `<redacted>`: credentials in the URL",
+            ),
+            (
+                "cluster:\n  etcdEndpoints: [https://10.0.0.11:2379]\n  nodeName: CP_2\n",
+                "cluster.nodeName `CP_2`",
+            ),
+        ] {
+            let msg = crate::discovery::input::PreflightInput::from_args(&spec(yaml))
+                .unwrap_err()
+                .to_string();
+            assert!(msg.starts_with(key), "{yaml}: {msg}");
+            assert!(no_flag(&msg), "{yaml}: a flag in {msg}");
+        }
     }
 
     #[test]

@@ -25,11 +25,12 @@ use tracing::{info, warn};
 
 use crate::check::{CheckResult, Checker, Status, CLUSTER_TARGET};
 use crate::failure::Stopped;
+use crate::input::{Input, Named};
 use crate::notes::Notes;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberInfo};
 use crate::probe::fullsize::{self, FullSize, NoExchange};
 use crate::probe::icmp::IcmpError;
-use crate::probe::identity::{CaBundle, TlsFlag, ALPN_HTTP1};
+use crate::probe::identity::{CaBundle, ALPN_HTTP1};
 use crate::probe::pmtu::{self, PathMtu};
 use crate::probe::tls::TlsClient;
 use crate::retry::{self, ErrorClass, Reason, Recorder, RetryPolicy};
@@ -178,7 +179,7 @@ pub async fn start(
     for s in &config.targets {
         let how = match (&s.cacert, s.target.kind) {
             (Some(path), TargetKind::ApiServer) => {
-                let ca = CaBundle::load(TlsFlag::ApiserverCacert, path)
+                let ca = CaBundle::load(Named::new(Input::ApiserverCacert, "cacert"), path)
                     .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
                 let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
                     .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
@@ -203,7 +204,11 @@ pub async fn start(
     if let Some(args) = config.cluster.take() {
         let input = crate::discovery::join::resolve_input(args, &recorder, notes)
             .await
-            .map_err(|e| e.context("cluster: "))?;
+            .map_err(|e| match e {
+                // Invalid input names its `cluster.*` key already.
+                e @ Stopped::Invalid(_) => e,
+                e => e.context("cluster: "),
+            })?;
         thresholds = input.thresholds.clone();
         ignore = input.ignore.clone();
         etcd_identity = input.etcd_identity.is_some() || input.etcd_clients.is_empty();
@@ -244,7 +249,7 @@ pub async fn start(
 
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
         Stopped::Invalid(format!(
-            "--listen {listen}: cannot listen ({e}); pick a free address"
+            "cannot listen on {listen} ({e}); pick a free address to listen on"
         ))
     })?;
     let addr = listener.local_addr().unwrap_or(listen);

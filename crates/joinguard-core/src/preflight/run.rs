@@ -228,7 +228,7 @@ pub async fn observe(
 
     if input.etcd_identity.is_none() && !input.etcd_clients.is_empty() {
         shared.note(
-            "no etcd identity (--etcd-cert/--etcd-key): etcd health, client and quorum-read \
+            "no etcd identity (client certificate and key): etcd health, client and quorum-read \
              latency and the peer probe are not measured; etcd latency is judged from TCP \
              connect times"
                 .into(),

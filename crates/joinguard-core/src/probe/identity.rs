@@ -1,10 +1,10 @@
 //! TLS material: CA bundles and client identities loaded from PEM files, and the rustls client
 //! configurations built from them.
 //!
-//! This module owns reading `--etcd-cacert`, `--etcd-cert`, `--etcd-key` and `--apiserver-cacert`
-//! and turning them into typed values (keys through [`crate::key::PrivateKey`], which takes
-//! PKCS#1, SEC1 and PKCS#8). Its errors name the flag and say what was expected, so the CLI can
-//! print them as they are and exit 2. It does no network I/O and never logs key material:
+//! This module owns reading the etcd CA, client certificate and key and the cluster CA, and
+//! turning them into typed values (keys through [`crate::key::PrivateKey`], which takes PKCS#1,
+//! SEC1 and PKCS#8). Its errors name the input as the user gave it (a [`Named`]) and say what was
+//! expected, so the CLI can print them as they are and exit 2. It does no network I/O and never logs key material:
 //! private-key buffers are zeroized on drop, and `Debug` of a [`ClientIdentity`] shows the
 //! certificate only.
 
@@ -19,45 +19,13 @@ use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 use zeroize::Zeroizing;
 
+use crate::input::{Input, Named};
+
 /// ALPN protocol id of HTTP/2, which etcd's gRPC listener requires (etcd sets `NextProtos =
 /// ["h2"]` on its TLS listeners, `client/pkg/transport/listener.go`).
 pub const ALPN_H2: &[u8] = b"h2";
 /// ALPN protocol id of HTTP/1.1, for `/readyz` and `/raft/probing`.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
-
-/// The command-line flag a piece of TLS material came from. Errors name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TlsFlag {
-    /// `--etcd-cacert`: the etcd CA bundle.
-    EtcdCacert,
-    /// `--etcd-cert`: the etcd client certificate.
-    EtcdCert,
-    /// `--etcd-key`: the etcd client private key.
-    EtcdKey,
-    /// `--apiserver-cacert`: the cluster CA that signs the API server certificate.
-    ApiserverCacert,
-    /// `--kubeconfig`: the CA, client certificate or key embedded in (or named by) a kubeconfig.
-    Kubeconfig,
-}
-
-impl TlsFlag {
-    /// The flag as typed on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TlsFlag::EtcdCacert => "--etcd-cacert",
-            TlsFlag::EtcdCert => "--etcd-cert",
-            TlsFlag::EtcdKey => "--etcd-key",
-            TlsFlag::ApiserverCacert => "--apiserver-cacert",
-            TlsFlag::Kubeconfig => "--kubeconfig",
-        }
-    }
-}
-
-impl fmt::Display for TlsFlag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Why TLS material could not be loaded. Every variant names the flag; the CLI maps all of them to
 /// exit 2 (invalid input).
@@ -65,56 +33,56 @@ impl fmt::Display for TlsFlag {
 pub enum IdentityError {
     #[error("{flag} {}: cannot read the file ({source}); expected a readable PEM file", path.display())]
     Unreadable {
-        flag: TlsFlag,
+        flag: Named,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
     #[error("{flag} {}: not a PEM file ({reason}); expected {expected}", path.display())]
     NotPem {
-        flag: TlsFlag,
+        flag: Named,
         path: PathBuf,
         reason: String,
         expected: &'static str,
     },
     #[error("{flag} {}: the PEM file holds no certificate; expected at least one \"BEGIN CERTIFICATE\" block", path.display())]
-    NoCertificate { flag: TlsFlag, path: PathBuf },
+    NoCertificate { flag: Named, path: PathBuf },
     /// The key file holds no usable key: encrypted, unsupported, truncated or garbled. The
     /// message names the format found ([`crate::key::KeyError`]).
     #[error("{flag} {}: {source}", path.display())]
     Key {
-        flag: TlsFlag,
+        flag: Named,
         path: PathBuf,
         #[source]
         source: crate::key::KeyError,
     },
     #[error("{flag} {}: certificate is not valid X.509 ({reason})", path.display())]
     BadCertificate {
-        flag: TlsFlag,
+        flag: Named,
         path: PathBuf,
         reason: String,
     },
     #[error("{flag} {}: private key is not usable ({reason}); expected an RSA, ECDSA or Ed25519 key", path.display())]
     BadKey {
-        flag: TlsFlag,
+        flag: Named,
         path: PathBuf,
         reason: String,
     },
     #[error("{flag} {}: the private key does not match the certificate in {} ({cert_flag}); expected the key the certificate was issued for", key_path.display(), cert_path.display())]
     KeyMismatch {
         /// The key's flag: the key is what the operator should check first.
-        flag: TlsFlag,
-        cert_flag: TlsFlag,
+        flag: Named,
+        cert_flag: Named,
         key_path: PathBuf,
         cert_path: PathBuf,
     },
     #[error("{flag}: cannot build a TLS client configuration ({reason})")]
-    Config { flag: TlsFlag, reason: String },
+    Config { flag: Named, reason: String },
 }
 
 impl IdentityError {
-    /// The flag whose value is at fault.
-    pub fn flag(&self) -> TlsFlag {
+    /// The input whose value is at fault.
+    pub fn input(&self) -> Input {
         match self {
             IdentityError::Unreadable { flag, .. }
             | IdentityError::NotPem { flag, .. }
@@ -123,7 +91,7 @@ impl IdentityError {
             | IdentityError::BadCertificate { flag, .. }
             | IdentityError::BadKey { flag, .. }
             | IdentityError::KeyMismatch { flag, .. }
-            | IdentityError::Config { flag, .. } => *flag,
+            | IdentityError::Config { flag, .. } => flag.input(),
         }
     }
 }
@@ -137,7 +105,7 @@ pub fn crypto_provider() -> Arc<CryptoProvider> {
 /// Trust anchors: the certificates of one CA file.
 #[derive(Clone)]
 pub struct CaBundle {
-    flag: TlsFlag,
+    flag: Named,
     path: PathBuf,
     pem: Vec<u8>,
     certs: Vec<CertificateDer<'static>>,
@@ -156,20 +124,20 @@ impl fmt::Debug for CaBundle {
 
 impl CaBundle {
     /// Reads a CA bundle from `path`, given with `flag`.
-    pub fn load(flag: TlsFlag, path: &Path) -> Result<Self, IdentityError> {
-        let pem = read_file(flag, path)?;
+    pub fn load(flag: Named, path: &Path) -> Result<Self, IdentityError> {
+        let pem = read_file(&flag, path)?;
         Self::from_pem(flag, path, pem)
     }
 
     /// Parses a CA bundle from PEM bytes; `path` is only used in error messages.
-    pub fn from_pem(flag: TlsFlag, path: &Path, pem: Vec<u8>) -> Result<Self, IdentityError> {
-        let certs = parse_certs(flag, path, &pem, "a PEM file with the CA certificate")?;
+    pub fn from_pem(flag: Named, path: &Path, pem: Vec<u8>) -> Result<Self, IdentityError> {
+        let certs = parse_certs(&flag, path, &pem, "a PEM file with the CA certificate")?;
         let mut roots = RootCertStore::empty();
         for cert in &certs {
             roots
                 .add(cert.clone())
                 .map_err(|e| IdentityError::BadCertificate {
-                    flag,
+                    flag: flag.clone(),
                     path: path.to_owned(),
                     reason: format!("not usable as a trust anchor: {e}"),
                 })?;
@@ -184,8 +152,8 @@ impl CaBundle {
     }
 
     /// The flag this bundle came from.
-    pub fn flag(&self) -> TlsFlag {
-        self.flag
+    pub fn named(&self) -> &Named {
+        &self.flag
     }
 
     /// The file this bundle came from.
@@ -234,40 +202,34 @@ impl fmt::Debug for ClientIdentity {
 }
 
 impl ClientIdentity {
-    /// Reads `--etcd-cert` and `--etcd-key` and checks that the key belongs to the certificate.
-    pub fn load(cert_path: &Path, key_path: &Path) -> Result<Self, IdentityError> {
-        let cert_pem = read_file(TlsFlag::EtcdCert, cert_path)?;
-        let key_pem = Zeroizing::new(read_file(TlsFlag::EtcdKey, key_path)?);
-        Self::from_pem(cert_path, cert_pem, key_path, key_pem)
-    }
-
-    /// Builds an identity from PEM bytes; the paths are only used in error messages.
-    pub fn from_pem(
-        cert_path: &Path,
-        cert_pem: Vec<u8>,
-        key_path: &Path,
-        key_pem: Zeroizing<Vec<u8>>,
+    /// Reads a client certificate and its key, each named as the user gave it.
+    pub fn load(
+        (cert_flag, cert_path): (Named, &Path),
+        (key_flag, key_path): (Named, &Path),
     ) -> Result<Self, IdentityError> {
-        Self::from_pem_for(
-            (TlsFlag::EtcdCert, cert_path, cert_pem),
-            (TlsFlag::EtcdKey, key_path, key_pem),
+        let cert_pem = read_file(&cert_flag, cert_path)?;
+        let key_pem = Zeroizing::new(read_file(&key_flag, key_path)?);
+        Self::from_pem(
+            (cert_flag, cert_path, cert_pem),
+            (key_flag, key_path, key_pem),
         )
     }
 
-    /// [`ClientIdentity::from_pem`] for material that came from other flags (a kubeconfig).
-    pub fn from_pem_for(
-        (cert_flag, cert_path, cert_pem): (TlsFlag, &Path, Vec<u8>),
-        (key_flag, key_path, key_pem): (TlsFlag, &Path, Zeroizing<Vec<u8>>),
+    /// A client identity from PEM already read: a certificate chain and its private key, each
+    /// with the input it came from and the path (or place) errors name.
+    pub fn from_pem(
+        (cert_flag, cert_path, cert_pem): (Named, &Path, Vec<u8>),
+        (key_flag, key_path, key_pem): (Named, &Path, Zeroizing<Vec<u8>>),
     ) -> Result<Self, IdentityError> {
         let chain = parse_certs(
-            cert_flag,
+            &cert_flag,
             cert_path,
             &cert_pem,
             "a PEM file with the client certificate",
         )?;
         let key = crate::key::PrivateKey::from_pem(&key_pem, Some(key_path)).map_err(|source| {
             IdentityError::Key {
-                flag: key_flag,
+                flag: key_flag.clone(),
                 path: key_path.to_owned(),
                 source,
             }
@@ -275,7 +237,7 @@ impl ClientIdentity {
         let mut der = key.to_rustls();
         let signing_key = rustls::crypto::ring::sign::any_supported_type(&der).map_err(|e| {
             IdentityError::BadKey {
-                flag: key_flag,
+                flag: key_flag.clone(),
                 path: key_path.to_owned(),
                 reason: e.to_string(),
             }
@@ -348,7 +310,7 @@ pub fn client_config(
     let builder = ClientConfig::builder_with_provider(crypto_provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| IdentityError::Config {
-            flag: ca.flag,
+            flag: ca.flag.clone(),
             reason: e.to_string(),
         })?
         .with_root_certificates(ca.roots());
@@ -379,9 +341,9 @@ impl rustls::client::ResolvesClientCert for SingleIdentity {
     }
 }
 
-fn read_file(flag: TlsFlag, path: &Path) -> Result<Vec<u8>, IdentityError> {
+fn read_file(flag: &Named, path: &Path) -> Result<Vec<u8>, IdentityError> {
     crate::limits::read_file(path).map_err(|source| IdentityError::Unreadable {
-        flag,
+        flag: flag.clone(),
         path: path.to_owned(),
         source,
     })
@@ -398,7 +360,7 @@ impl PemObject for PemSection {
 }
 
 fn parse_certs(
-    flag: TlsFlag,
+    flag: &Named,
     path: &Path,
     pem: &[u8],
     expected: &'static str,
@@ -407,7 +369,7 @@ fn parse_certs(
     let mut items = 0usize;
     for item in PemSection::pem_slice_iter(pem) {
         let item = item.map_err(|e| IdentityError::NotPem {
-            flag,
+            flag: flag.clone(),
             path: path.to_owned(),
             reason: e.to_string(),
             expected,
@@ -419,7 +381,7 @@ fn parse_certs(
     }
     if items == 0 {
         return Err(IdentityError::NotPem {
-            flag,
+            flag: flag.clone(),
             path: path.to_owned(),
             reason: "no PEM block found".into(),
             expected,
@@ -427,13 +389,13 @@ fn parse_certs(
     }
     if certs.is_empty() {
         return Err(IdentityError::NoCertificate {
-            flag,
+            flag: flag.clone(),
             path: path.to_owned(),
         });
     }
     for der in &certs {
         x509_parser::parse_x509_certificate(der).map_err(|e| IdentityError::BadCertificate {
-            flag,
+            flag: flag.clone(),
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
@@ -442,58 +404,4 @@ fn parse_certs(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_file_names_flag() {
-        let err =
-            CaBundle::load(TlsFlag::EtcdCacert, Path::new("/nonexistent/ca.crt")).unwrap_err();
-        assert_eq!(err.flag(), TlsFlag::EtcdCacert);
-        let msg = err.to_string();
-        assert!(
-            msg.starts_with("--etcd-cacert /nonexistent/ca.crt: cannot read"),
-            "{msg}"
-        );
-    }
-
-    #[test]
-    fn not_pem_names_flag_and_expectation() {
-        let err = CaBundle::from_pem(
-            TlsFlag::ApiserverCacert,
-            Path::new("ca.crt"),
-            b"hello world\n".to_vec(),
-        )
-        .unwrap_err();
-        assert!(matches!(err, IdentityError::NotPem { .. }), "{err:?}");
-        assert!(err.to_string().contains("--apiserver-cacert"));
-        assert!(err
-            .to_string()
-            .contains("expected a PEM file with the CA certificate"));
-    }
-
-    #[test]
-    fn key_file_without_key_is_reported() {
-        let pem =
-            b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
-        let ca = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["c".to_string()])
-            .unwrap()
-            .self_signed(&ca)
-            .unwrap();
-        let err = ClientIdentity::from_pem(
-            Path::new("c.crt"),
-            cert.pem().into_bytes(),
-            Path::new("k.pem"),
-            Zeroizing::new(pem.to_vec()),
-        )
-        .unwrap_err();
-        assert!(matches!(err, IdentityError::Key { .. }), "{err:?}");
-        let msg = err.to_string();
-        assert!(
-            msg.starts_with("--etcd-key k.pem: encrypted PKCS#8 key (BEGIN ENCRYPTED PRIVATE KEY)"),
-            "{msg}"
-        );
-        assert!(msg.contains("openssl pkey -in k.pem"), "{msg}");
-    }
-}
+mod tests;

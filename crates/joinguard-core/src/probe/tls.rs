@@ -341,7 +341,7 @@ impl TlsClient {
         let verifier = WebPkiServerVerifier::builder_with_provider(ca.roots(), crypto_provider())
             .build()
             .map_err(|e| IdentityError::Config {
-                flag: ca.flag(),
+                flag: ca.named().clone(),
                 reason: e.to_string(),
             })?;
         Ok(TlsClient {

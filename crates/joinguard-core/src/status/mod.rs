@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use serde_json::{json, Value};
 
+use crate::input::{Input, Named, Spelling};
 use crate::joinconfig::{JoinConfig, DEFAULT_BIND_PORT};
 use crate::kube::ApiClient;
 use crate::retry::{
@@ -73,8 +74,10 @@ pub struct StatusInput {
     pub advertise_address: Option<IpAddr>,
     pub bind_port: u16,
     pub budgets: Budgets,
-    /// The whole command's deadline (`--timeout`).
+    /// The whole command's deadline.
     pub timeout: Duration,
+    /// How the user spelled the inputs, for a message about them.
+    pub spelling: Spelling,
 }
 
 /// How one operation ended.
@@ -158,12 +161,13 @@ pub async fn update_status(input: &StatusInput, recorder: &Recorder) -> Run {
                     era: Some(era),
                     ops,
                     elapsed: started.elapsed(),
-                    input_error: Some(
-                        "this cluster keeps a ClusterStatus (kubeadm < 1.22): pass \
-                         --apiserver-advertise-address (or controlPlane.localAPIEndpoint in \
-                         --config) so its apiEndpoints entry can be written"
-                            .into(),
-                    ),
+                    input_error: Some(format!(
+                        "this cluster keeps a ClusterStatus (kubeadm < 1.22): give {} (or \
+                         controlPlane.localAPIEndpoint in {}) so its apiEndpoints entry can be \
+                         written",
+                        input.spelling.spell(Input::ApiserverAdvertiseAddress),
+                        input.spelling.spell(Input::Config),
+                    )),
                 };
             };
             let endpoint =
@@ -219,28 +223,36 @@ pub async fn update_status(input: &StatusInput, recorder: &Recorder) -> Run {
     }
 }
 
-/// Why `update-status`'s inputs cannot be used (exit 2). Each names its flag.
+/// Why `update-status`'s inputs cannot be used (exit 2). Each names its input as the user gave
+/// it.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusInputError {
     #[error(transparent)]
     Mixed(#[from] crate::kubeadm::flags::MixedConfig),
-    #[error(transparent)]
-    Config(#[from] crate::joinconfig::JoinConfigError),
+    #[error("{input} {source}")]
+    Config {
+        input: Named,
+        #[source]
+        source: crate::joinconfig::JoinConfigError,
+    },
     #[error(
-        "--config {}: the JoinConfiguration has no controlPlane section: this is a worker join, \
+        "{input} {}: the JoinConfiguration has no controlPlane section: this is a worker join, \
          which has no status to write",
-        .0.display()
+        path.display()
     )]
-    Worker(std::path::PathBuf),
-    #[error("--node-name: not given and the hostname cannot be read; pass --node-name")]
-    NoHostname,
+    Worker {
+        input: Named,
+        path: std::path::PathBuf,
+    },
+    #[error("{0}: not given and the hostname cannot be read; give the node's name")]
+    NoHostname(Named),
     #[error(
-        "--node-name {0:?}: not a valid node name (lowercase letters, digits, '-' and '.', at \
+        "{input} {name:?}: not a valid node name (lowercase letters, digits, '-' and '.', at \
          most 253 characters)"
     )]
-    NodeName(String),
-    #[error("--timeout: must be more than 0")]
-    ZeroTimeout,
+    NodeName { input: Named, name: String },
+    #[error("{0}: must be more than 0")]
+    ZeroTimeout(Named),
     #[error(transparent)]
     Client(#[from] crate::kube::ClientError),
 }
@@ -255,6 +267,7 @@ impl StatusInput {
         let mut advertise_address = a.apiserver_advertise_address;
         let mut bind_port = a.apiserver_bind_port;
         let mut budgets = Budgets::default();
+        let name = |i: Input| a.spelling.name(i);
         if let Some(path) = &a.config {
             // kubeadm's rule for --config beside flags (`ValidateMixedArguments`): --node-name
             // may stand beside it, the local API endpoint flags may not.
@@ -267,15 +280,22 @@ impl StatusInput {
             if let Some(e) = crate::kubeadm::flags::mixed_config_error(&given) {
                 return Err(e.into());
             }
-            let c = JoinConfig::load(path)?;
+            let c = JoinConfig::load(path).map_err(|source| StatusInputError::Config {
+                input: name(Input::Config),
+                source,
+            })?;
             for w in &c.warnings {
                 notes.note(&format!(
-                    "[update-status] WARNING: --config {}: {w}",
+                    "[update-status] WARNING: {} {}: {w}",
+                    name(Input::Config),
                     path.display()
                 ));
             }
             let Some((addr, port)) = c.local_api_endpoint else {
-                return Err(StatusInputError::Worker(path.clone()));
+                return Err(StatusInputError::Worker {
+                    input: name(Input::Config),
+                    path: path.clone(),
+                });
             };
             // --node-name overrides the file, as in kubeadm's newJoinData.
             if node_name.is_none() {
@@ -287,15 +307,24 @@ impl StatusInput {
         }
         let node_name = match node_name {
             Some(n) => n,
-            None => hostname().ok_or(StatusInputError::NoHostname)?,
+            None => {
+                hostname().ok_or_else(|| StatusInputError::NoHostname(name(Input::NodeName)))?
+            }
         };
         if !is_dns_subdomain(&node_name) {
-            return Err(StatusInputError::NodeName(node_name));
+            return Err(StatusInputError::NodeName {
+                input: name(Input::NodeName),
+                name: node_name,
+            });
         }
         if a.timeout.is_zero() {
-            return Err(StatusInputError::ZeroTimeout);
+            return Err(StatusInputError::ZeroTimeout(name(Input::Timeout)));
         }
-        let client = ApiClient::from_kubeconfig(&a.kubeconfig, a.context.as_deref())?;
+        let client = ApiClient::from_kubeconfig(
+            &name(Input::Kubeconfig),
+            &a.kubeconfig,
+            a.context.as_deref(),
+        )?;
         Ok(StatusInput {
             client,
             node_name,
@@ -303,6 +332,7 @@ impl StatusInput {
             bind_port: bind_port.unwrap_or(DEFAULT_BIND_PORT),
             budgets,
             timeout: a.timeout,
+            spelling: a.spelling,
         })
     }
 }

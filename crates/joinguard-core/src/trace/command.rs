@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
+use crate::input::{Input, Named};
 use crate::spec::TraceRequest;
 
 use super::{packet, TraceError, TraceProtocol, TraceSpec};
@@ -11,33 +12,40 @@ use super::{packet, TraceError, TraceProtocol, TraceSpec};
 /// Why `joinguard trace`'s inputs cannot be used (exit 2). Each names the flag or argument.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceInputError {
-    #[error("--port {port} and the port in TARGET `{target}` ({in_target}) disagree; give one")]
+    #[error("{input} {port} and the port in TARGET `{target}` ({in_target}) disagree; give one")]
     PortsDisagree {
+        input: Named,
         port: u16,
         target: String,
         in_target: u16,
     },
     #[error(
-        "--protocol tcp needs --port (the service port, e.g. 2380 for etcd peers, 2379 for etcd \
+        "{protocol} tcp needs {port} (the service port, e.g. 2380 for etcd peers, 2379 for etcd \
          clients, 6443 for the API server)"
     )]
-    TcpNeedsPort,
-    #[error("--port {0}: ICMP echo has no ports; use --protocol tcp or udp to probe a port")]
-    IcmpHasNoPort(u16),
+    TcpNeedsPort { protocol: Named, port: Named },
+    #[error("{input} {port}: ICMP echo has no ports; use {protocol} tcp or udp to probe a port")]
+    IcmpHasNoPort {
+        input: Named,
+        port: u16,
+        protocol: Named,
+    },
     #[error("{0} must be longer than 0")]
-    Zero(&'static str),
-    #[error("--size {size}: a {protocol} probe takes at least {headers} bytes (its IP and {protocol} headers)")]
+    Zero(Named),
+    #[error("{input} {size}: a {protocol} probe takes at least {headers} bytes (its IP and {protocol} headers)")]
     SizeBelowHeaders {
+        input: Named,
         size: u16,
         protocol: &'static str,
         headers: u16,
     },
     #[error(
-        "--size {size}: the interface the route to {target} leaves by has an MTU of {interface} \
+        "{input} {size}: the interface the route to {target} leaves by has an MTU of {interface} \
          bytes, and a probe with DF set cannot be larger; give at most {interface} (the trace \
          shrinks its probes to any smaller MTU a router reports)"
     )]
     SizeAboveInterface {
+        input: Named,
         size: u16,
         target: Ipv4Addr,
         interface: u16,
@@ -71,12 +79,14 @@ pub enum ResolveError {
     NoAddress,
 }
 
-/// Validated flags. Every error names the flag or argument it is about.
+/// Validated inputs. Every error names the input it is about, as the user gave it.
 pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, TraceInputError> {
+    let name = |i: Input| a.spelling.name(i);
     let (host, port_in_target) = split_target(&a.target)?;
     let port = match (a.port, port_in_target) {
         (Some(p), Some(q)) if p != q => {
             return Err(TraceInputError::PortsDisagree {
+                input: name(Input::Port),
                 port: p,
                 target: a.target.clone(),
                 in_target: q,
@@ -85,17 +95,28 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, TraceInput
         (p, q) => p.or(q),
     };
     match (a.protocol, port) {
-        (TraceProtocol::Tcp, None) => return Err(TraceInputError::TcpNeedsPort),
-        (TraceProtocol::Icmp, Some(p)) => return Err(TraceInputError::IcmpHasNoPort(p)),
+        (TraceProtocol::Tcp, None) => {
+            return Err(TraceInputError::TcpNeedsPort {
+                protocol: name(Input::Protocol),
+                port: name(Input::Port),
+            })
+        }
+        (TraceProtocol::Icmp, Some(p)) => {
+            return Err(TraceInputError::IcmpHasNoPort {
+                input: name(Input::Port),
+                port: p,
+                protocol: name(Input::Protocol),
+            })
+        }
         _ => {}
     }
-    for (flag, d) in [
-        ("--interval", a.interval),
-        ("--probe-timeout", a.probe_timeout),
-        ("--timeout", a.timeout),
+    for (input, d) in [
+        (Input::Interval, a.interval),
+        (Input::ProbeTimeout, a.probe_timeout),
+        (Input::Timeout, a.timeout),
     ] {
         if d.is_zero() {
-            return Err(TraceInputError::Zero(flag));
+            return Err(TraceInputError::Zero(name(input)));
         }
     }
     let target = resolve(&host)
@@ -105,7 +126,7 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, TraceInput
             source,
         })?;
     if let Some(size) = a.size {
-        check_size(size, a.protocol, target)?;
+        check_size(name(Input::Size), size, a.protocol, target)?;
     }
     Ok(TraceSpec {
         label: host,
@@ -122,9 +143,14 @@ pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, TraceInput
     })
 }
 
-/// `--size` fits the probe's headers and the interface the route to `target` leaves by (a probe
-/// with DF set larger than that cannot be sent).
-fn check_size(size: u16, protocol: TraceProtocol, target: Ipv4Addr) -> Result<(), TraceInputError> {
+/// The probe size fits the probe's headers and the interface the route to `target` leaves by (a
+/// probe with DF set larger than that cannot be sent).
+fn check_size(
+    input: Named,
+    size: u16,
+    protocol: TraceProtocol,
+    target: Ipv4Addr,
+) -> Result<(), TraceInputError> {
     let headers = match protocol {
         TraceProtocol::Icmp => packet::ECHO_HEADERS,
         TraceProtocol::Udp => packet::UDP_HEADERS,
@@ -132,6 +158,7 @@ fn check_size(size: u16, protocol: TraceProtocol, target: Ipv4Addr) -> Result<()
     };
     if size < headers {
         return Err(TraceInputError::SizeBelowHeaders {
+            input,
             size,
             protocol: protocol.as_str(),
             headers,
@@ -140,6 +167,7 @@ fn check_size(size: u16, protocol: TraceProtocol, target: Ipv4Addr) -> Result<()
     let (interface, _) = crate::probe::pmtu::mtus(target);
     if size > interface {
         return Err(TraceInputError::SizeAboveInterface {
+            input,
             size,
             target,
             interface,

@@ -86,7 +86,7 @@ labtest!(every_trust_failure_stops_at_once, lab(), |env| {
             "wrong pin",
             TOKEN,
             CaTrust::Pins(vec![[7u8; 32]]),
-            "matches none of the given --discovery-token-ca-cert-hash pins",
+            "matches none of the given CA pins",
         ),
         (
             "unknown token id",

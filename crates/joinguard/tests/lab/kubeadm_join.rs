@@ -386,8 +386,7 @@ labtest!(
         let run = env.run_checked(&["preflight", "--config", path.to_str().unwrap()]);
         assert_eq!(run.code, 3, "{run}");
         assert!(
-            run.stderr
-                .contains("matches none of the given --discovery-token-ca-cert-hash pins"),
+            run.stderr.contains("matches none of the given CA pins"),
             "{run}"
         );
 
