@@ -40,6 +40,14 @@ pub enum Output {
     Json,
 }
 
+/// etcd's default heartbeat interval (`--heartbeat-interval`, 100 ms), preflight's default for
+/// the cluster's until kubeadm-config says otherwise.
+pub const DEFAULT_ETCD_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(100);
+/// etcd's default election timeout (`--election-timeout`, 1 s).
+pub const DEFAULT_ETCD_ELECTION_TIMEOUT: Duration = Duration::from_secs(1);
+/// preflight's default deadline for one whole run.
+pub const DEFAULT_PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// `joinguard preflight`'s inputs as given (flags, or a monitor's `cluster:` section), before
 /// [`crate::preflight::resolve_input`] validates them. `given` lists the kubeadm flag names set.
 #[derive(Debug, Clone)]
@@ -175,6 +183,47 @@ pub struct PreflightSpec {
     /// How the user spelled these inputs (flags, or the monitor's YAML keys): errors name an
     /// input through it, never by a flag the core assumes.
     pub spelling: crate::input::Spelling,
+}
+
+impl PreflightSpec {
+    /// Nothing given: every input unset or at its default, the defaults stated here once. The
+    /// binary's flags (their clap defaults are checked against these), the monitor's `cluster:`
+    /// section and `etcd promote|cleanup` start from it.
+    pub fn new(spelling: crate::input::Spelling) -> PreflightSpec {
+        PreflightSpec {
+            api_server_endpoint: None,
+            apiserver_cacert: None,
+            config: None,
+            token: None,
+            discovery_token: None,
+            tls_bootstrap_token: None,
+            discovery_file: None,
+            control_plane: false,
+            apiserver_advertise_address: None,
+            apiserver_bind_port: None,
+            discovery_token_ca_cert_hash: Vec::new(),
+            discovery_token_unsafe_skip_ca_verification: false,
+            certificate_key: None,
+            cert_dir: None,
+            etcd_endpoints: Vec::new(),
+            etcd_peer_endpoints: Vec::new(),
+            etcd_cacert: None,
+            etcd_cert: None,
+            etcd_key: None,
+            etcd_heartbeat_interval: DEFAULT_ETCD_HEARTBEAT_INTERVAL,
+            etcd_election_timeout: DEFAULT_ETCD_ELECTION_TIMEOUT,
+            ignore_preflight_errors: Vec::new(),
+            write_probe: false,
+            bandwidth: false,
+            no_bandwidth: false,
+            wait: None,
+            timeout: DEFAULT_PREFLIGHT_TIMEOUT,
+            node_name: None,
+            output: Output::Text,
+            given: Vec::new(),
+            spelling,
+        }
+    }
 }
 
 /// `joinguard update-status`'s inputs as given, before `StatusInput::from_spec` validates them.

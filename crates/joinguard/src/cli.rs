@@ -1084,6 +1084,20 @@ mod tests {
         assert!(!a.given.iter().any(|g| g == "timeout"), "{:?}", a.given);
     }
 
+    /// The defaults are stated once, in the core (`PreflightSpec::new`); the flags' clap
+    /// defaults (which `--help` shows) must be the same values.
+    #[test]
+    fn the_flags_defaults_are_the_cores() {
+        let cli = parse_from(["joinguard", "preflight"].map(std::ffi::OsString::from)).unwrap();
+        let Command::Preflight(a) = cli.command else {
+            panic!("not preflight");
+        };
+        assert_eq!(
+            format!("{:?}", spec::PreflightSpec::from(*a)),
+            format!("{:?}", spec::PreflightSpec::new(FLAGS))
+        );
+    }
+
     #[test]
     fn go_bools() {
         for t in ["1", "t", "T", "TRUE", "true", "True"] {

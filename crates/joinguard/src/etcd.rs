@@ -22,7 +22,7 @@ use joinguard_core::learner::{
 use joinguard_core::preflight::resolve_input;
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use joinguard_core::retry::AttemptRecord;
-use joinguard_core::{Ending, Output as CoreOutput, PreflightSpec, Recorder, Stopped};
+use joinguard_core::{Ending, PreflightSpec, Recorder, Stopped};
 use serde::Serialize;
 use tokio::runtime::Runtime;
 
@@ -145,37 +145,13 @@ fn discovered(
         given.push("cert-dir".into());
     }
     let spec = PreflightSpec {
-        api_server_endpoint: None,
-        apiserver_cacert: None,
         config: Some(config.clone()),
-        token: None,
-        discovery_token: None,
-        tls_bootstrap_token: None,
-        discovery_file: None,
         control_plane: true,
-        apiserver_advertise_address: None,
-        apiserver_bind_port: None,
-        discovery_token_ca_cert_hash: Vec::new(),
-        discovery_token_unsafe_skip_ca_verification: false,
-        certificate_key: None,
         cert_dir: a.cert_dir.clone(),
-        etcd_endpoints: Vec::new(),
-        etcd_peer_endpoints: Vec::new(),
-        etcd_cacert: None,
-        etcd_cert: None,
-        etcd_key: None,
-        etcd_heartbeat_interval: Duration::from_millis(100),
-        etcd_election_timeout: Duration::from_secs(1),
-        ignore_preflight_errors: Vec::new(),
-        write_probe: false,
-        bandwidth: false,
         no_bandwidth: true,
-        wait: None,
         timeout,
-        node_name: None,
-        output: CoreOutput::Text,
         given,
-        spelling: FLAGS,
+        ..PreflightSpec::new(FLAGS)
     };
     let input = rt.block_on(resolve_input(spec, &Recorder::new(), &Stderr))?;
     let ca = input.etcd_ca.ok_or_else(|| {

@@ -610,8 +610,8 @@ impl Found {
                 ),
             )?);
         }
-        let defaults = args.etcd_heartbeat_interval == Duration::from_millis(100)
-            && args.etcd_election_timeout == Duration::from_secs(1);
+        let defaults = args.etcd_heartbeat_interval == crate::spec::DEFAULT_ETCD_HEARTBEAT_INTERVAL
+            && args.etcd_election_timeout == crate::spec::DEFAULT_ETCD_ELECTION_TIMEOUT;
         if defaults {
             if let (Some(hb), el) = (self.facts.heartbeat, self.facts.election) {
                 let el = el.unwrap_or(input.election);

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::duration::parse_duration;
 use crate::input::{Input, Spelling};
-use crate::spec::{Output, PreflightSpec};
+use crate::spec::PreflightSpec;
 use crate::target::{Target, TargetKind};
 
 /// Prometheus-friendly defaults: a 10 s interval gives 6 samples a minute per (target, probe),
@@ -479,14 +479,10 @@ fn cluster_args(
             given.push(flag.to_string());
         }
     }
+    let defaults = PreflightSpec::new(KEYS);
     Ok(PreflightSpec {
         // The monitor watches the paths of a control-plane join (a joinConfig decides itself).
         control_plane: true,
-        apiserver_advertise_address: None,
-        apiserver_bind_port: None,
-        discovery_token: None,
-        tls_bootstrap_token: None,
-        discovery_file: None,
         given,
         api_server_endpoint: c.api_server_endpoint,
         apiserver_cacert: c.apiserver_cacert,
@@ -504,23 +500,19 @@ fn cluster_args(
         etcd_heartbeat_interval: dur(
             "cluster.etcdHeartbeatInterval",
             &c.etcd_heartbeat_interval,
-            Duration::from_millis(100),
+            defaults.etcd_heartbeat_interval,
         )?,
         etcd_election_timeout: dur(
             "cluster.etcdElectionTimeout",
             &c.etcd_election_timeout,
-            Duration::from_secs(1),
+            defaults.etcd_election_timeout,
         )?,
         ignore_preflight_errors: c.ignore_preflight_errors,
-        write_probe: false,
-        bandwidth: false,
+        // The monitor's own probes measure the paths all the time; no one-off bandwidth read.
         no_bandwidth: true,
-        wait: None,
-        // Discovery's deadline at start-up.
-        timeout: Duration::from_secs(60),
         node_name: c.node_name,
-        output: Output::Text,
-        spelling: KEYS,
+        // preflight's deadline serves as discovery's at start-up.
+        ..defaults
     })
 }
 
