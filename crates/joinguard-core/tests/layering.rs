@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("notes", 1),
     ("failure", 1),
     ("input", 1),
+    ("render", 1),
     ("spec", 1),
     ("logging", 1),
     ("yaml", 1),

@@ -10,13 +10,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use joinguard_core::monitor::{self, DEFAULT_LISTEN};
-use joinguard_core::preflight::{self, report};
+use joinguard_core::preflight;
 use joinguard_core::status;
 use joinguard_core::trace::command::spec_from_request;
 use joinguard_core::trace::report::TracedPath;
 use joinguard_core::trace::{self, TraceError};
 use joinguard_core::{
-    Ending, MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput,
+    Ending, MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, Render, StatusInput,
     StatusReport, StatusSpec, Stopped, TraceRequest,
 };
 use tokio::runtime::Runtime;
@@ -43,6 +43,15 @@ pub fn stdout_bytes(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(bytes);
     let _ = out.flush();
+}
+
+/// A command's result on stdout, rendered whole first (the one render signature,
+/// [`Render::render`]), so a failure to render prints nothing rather than half a document.
+pub fn print(result: &dyn Render, output: Output) {
+    let mut buf = Vec::new();
+    if result.render(output, &mut buf).is_ok() {
+        stdout_bytes(&buf);
+    }
 }
 
 /// A progress or error line for a human, on stderr.
@@ -100,16 +109,7 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
                  CA file belongs to this cluster, or that nothing intercepts the connection."
             ));
         }
-        Outcome::Report(r) => {
-            let mut buf = Vec::new();
-            let res = match input.output {
-                Output::Text => report::render_text(r, &mut buf),
-                Output::Json => report::render_json(r, &mut buf),
-            };
-            if res.is_ok() {
-                stdout(&String::from_utf8_lossy(&buf));
-            }
-        }
+        Outcome::Report(r) => print(r.as_ref(), input.output),
     }
     outcome.ending()
 }
@@ -131,10 +131,7 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
         &run,
         &recorder,
     );
-    stdout(&match spec.output {
-        Output::Text => status::render_text(&report),
-        Output::Json => status::render_json(&report),
-    });
+    print(&report, spec.output);
     report.ending()
 }
 
@@ -159,14 +156,7 @@ pub fn trace(rt: &Runtime, request: TraceRequest) -> Ending {
     match rt.block_on(trace::trace(&spec)) {
         Ok(t) => {
             let p = TracedPath::new(t);
-            let mut buf = Vec::new();
-            let res = match request.output {
-                Output::Text => trace::report::render_text(&p, "[trace]", &mut buf),
-                Output::Json => trace::report::render_json(&p, &mut buf),
-            };
-            if res.is_ok() {
-                stdout(&String::from_utf8_lossy(&buf));
-            }
+            print(&p, request.output);
             p.ending()
         }
         // No CAP_NET_RAW, or a protocol this host cannot send: the invocation is at fault.

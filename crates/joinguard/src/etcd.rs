@@ -22,7 +22,7 @@ use joinguard_core::learner::{
 use joinguard_core::preflight::resolve_input;
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use joinguard_core::retry::AttemptRecord;
-use joinguard_core::{Ending, PreflightSpec, Recorder, Stopped};
+use joinguard_core::{Ending, Output as CoreOutput, PreflightSpec, Recorder, Render, Stopped};
 use serde::Serialize;
 use tokio::runtime::Runtime;
 
@@ -279,18 +279,49 @@ fn document(
     )
 }
 
+/// What `etcd promote|cleanup` tells its user: one line, or the JSON document.
+struct EtcdResult<'a> {
+    cmd: &'a str,
+    result: &'a str,
+    message: &'a str,
+    member: Option<&'a MemberRef>,
+    recorder: &'a Recorder,
+}
+
+impl Render for EtcdResult<'_> {
+    fn render(&self, output: CoreOutput, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match output {
+            CoreOutput::Text => writeln!(w, "[{}] {}", self.cmd, self.message),
+            CoreOutput::Json => w.write_all(
+                document(
+                    self.cmd,
+                    self.result,
+                    self.message,
+                    self.member,
+                    self.recorder,
+                )
+                .as_bytes(),
+            ),
+        }
+    }
+}
+
 fn print(
     output: Output,
     cmd: &str,
     result: &str,
     message: &str,
     member: Option<&MemberRef>,
-    rec: &Recorder,
+    recorder: &Recorder,
 ) {
-    match output {
-        Output::Text => stdout(&format!("[{cmd}] {message}\n")),
-        Output::Json => stdout(&document(cmd, result, message, member, rec)),
-    }
+    let r = EtcdResult {
+        cmd,
+        result,
+        message,
+        member,
+        recorder,
+    };
+    crate::commands::print(&r, output.into());
 }
 
 /// `joinguard etcd promote`.

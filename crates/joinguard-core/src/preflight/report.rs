@@ -159,8 +159,17 @@ impl Report {
     }
 }
 
+impl crate::render::Render for Report {
+    fn render(&self, output: crate::spec::Output, w: &mut dyn Write) -> io::Result<()> {
+        match output {
+            crate::spec::Output::Text => render_text(self, w),
+            crate::spec::Output::Json => render_json(self, w),
+        }
+    }
+}
+
 /// Writes the report as one JSON object followed by a newline.
-pub fn render_json<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
+pub(crate) fn render_json<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, report)?;
     writeln!(w)
 }
@@ -169,7 +178,7 @@ pub fn render_json<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<
 ///
 /// Ignored checks print as `[WARNING Name]`, as kubeadm prints ignored errors; the JSON keeps
 /// their status `ignored`.
-pub fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
+pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
     let join = if report.worker_join {
         "a worker join"
     } else {

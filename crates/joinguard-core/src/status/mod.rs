@@ -32,7 +32,7 @@ use crate::retry::{
 };
 use crate::spec::StatusSpec;
 
-pub use report::{render_json, render_text, OpResult, StatusReport};
+pub use report::{OpResult, StatusReport};
 
 /// The ConfigMap kubeadm keeps its cluster configuration in.
 pub const KUBEADM_CONFIG: &str = "kubeadm-config";

@@ -95,8 +95,24 @@ fn calls_word(n: u32) -> String {
     }
 }
 
+impl crate::render::Render for StatusReport<'_> {
+    fn render(
+        &self,
+        output: crate::spec::Output,
+        w: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        w.write_all(
+            match output {
+                crate::spec::Output::Text => render_text(self),
+                crate::spec::Output::Json => render_json(self),
+            }
+            .as_bytes(),
+        )
+    }
+}
+
 /// kubeadm-style `[update-status]` lines.
-pub fn render_text(r: &StatusReport<'_>) -> String {
+fn render_text(r: &StatusReport<'_>) -> String {
     let mut out = String::new();
     let mut line = |s: &str| {
         out.push_str(s);
@@ -207,7 +223,7 @@ struct OperationDocument<'a> {
 }
 
 /// One JSON object.
-pub fn render_json(r: &StatusReport<'_>) -> String {
+fn render_json(r: &StatusReport<'_>) -> String {
     let operations = r
         .run
         .ops

@@ -60,8 +60,17 @@ struct CommandJson<'a> {
     path: &'a TracedPath,
 }
 
+impl crate::render::Render for TracedPath {
+    fn render(&self, output: crate::spec::Output, w: &mut dyn Write) -> io::Result<()> {
+        match output {
+            crate::spec::Output::Text => render_text(self, "[trace]", w),
+            crate::spec::Output::Json => render_json(self, w),
+        }
+    }
+}
+
 /// Writes one JSON object and a newline.
-pub fn render_json<W: Write + ?Sized>(p: &TracedPath, w: &mut W) -> io::Result<()> {
+pub(crate) fn render_json<W: Write + ?Sized>(p: &TracedPath, w: &mut W) -> io::Result<()> {
     serde_json::to_writer_pretty(
         &mut *w,
         &CommandJson {
@@ -74,7 +83,11 @@ pub fn render_json<W: Write + ?Sized>(p: &TracedPath, w: &mut W) -> io::Result<(
 
 /// Writes the headline, the hop table and the findings, each finding line prefixed with `tag`
 /// (`[trace]` or `[preflight]`).
-pub fn render_text<W: Write + ?Sized>(p: &TracedPath, tag: &str, w: &mut W) -> io::Result<()> {
+pub(crate) fn render_text<W: Write + ?Sized>(
+    p: &TracedPath,
+    tag: &str,
+    w: &mut W,
+) -> io::Result<()> {
     writeln!(w, "{tag} {}", headline(&p.trace))?;
     write_table(&p.trace, w)?;
     for f in &p.findings {
