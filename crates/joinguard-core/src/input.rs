@@ -123,7 +123,7 @@ impl Spelling {
     }
 
     /// `input` as the user gave it.
-    pub fn spell(self, input: Input) -> &'static str {
+    pub(crate) fn spell(self, input: Input) -> &'static str {
         (self.0)(input)
     }
 

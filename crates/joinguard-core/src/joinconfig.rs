@@ -80,7 +80,7 @@ const COMPONENT_CONFIGS: &[&str] = &["KubeletConfiguration", "KubeProxyConfigura
 
 /// Splits `text` at `---` and parses each YAML document into a [`Node`] (through
 /// [`crate::yaml`], the only code that knows the YAML crate).
-pub fn yaml_documents(text: &str) -> Result<Vec<Node>, crate::yaml::YamlError> {
+pub(crate) fn yaml_documents(text: &str) -> Result<Vec<Node>, crate::yaml::YamlError> {
     crate::yaml::documents(text)
 }
 

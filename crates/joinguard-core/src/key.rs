@@ -332,11 +332,13 @@ impl PrivateKey {
     }
 
     /// RSA, ECDSA P-256/P-384 or Ed25519, and its size.
+    #[cfg(test)]
     pub fn algorithm(&self) -> KeyAlgorithm {
         self.algorithm
     }
 
     /// How it was encoded in the PEM it came from.
+    #[cfg(test)]
     pub fn encoding(&self) -> KeyEncoding {
         self.encoding
     }
@@ -358,7 +360,7 @@ impl PrivateKey {
     }
 
     /// The key as rustls takes it (PKCS#8 DER).
-    pub fn to_rustls(&self) -> PrivateKeyDer<'static> {
+    pub(crate) fn to_rustls(&self) -> PrivateKeyDer<'static> {
         PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.pkcs8.to_vec()))
     }
 
@@ -379,7 +381,7 @@ impl PrivateKey {
     /// The key as an rcgen signer. It signs the way Go's `x509.CreateCertificate` signs for an
     /// issuer of its type: RSA with PKCS#1 v1.5 SHA-256, ECDSA P-256 with SHA-256, P-384 with
     /// SHA-384, Ed25519 as itself.
-    pub fn to_rcgen(&self) -> Result<rcgen::KeyPair, KeyError> {
+    pub(crate) fn to_rcgen(&self) -> Result<rcgen::KeyPair, KeyError> {
         let alg = match self.algorithm {
             KeyAlgorithm::Rsa { .. } => &rcgen::PKCS_RSA_SHA256,
             KeyAlgorithm::EcdsaP256 => &rcgen::PKCS_ECDSA_P256_SHA256,

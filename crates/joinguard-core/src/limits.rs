@@ -24,7 +24,7 @@ pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
 /// Reads a whole local file, refusing one larger than [`MAX_FILE`] (or that never ends, such as
 /// `/dev/zero`) with an `InvalidData` error that says so.
-pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+pub(crate) fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_FILE + 1)
@@ -43,7 +43,7 @@ pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// A hyper HTTP/1.1 client builder with the head limits above.
-pub fn http1_client() -> hyper::client::conn::http1::Builder {
+pub(crate) fn http1_client() -> hyper::client::conn::http1::Builder {
     let mut b = hyper::client::conn::http1::Builder::new();
     b.max_headers(MAX_RESPONSE_HEADERS)
         .max_header_size(MAX_RESPONSE_HEAD);

@@ -58,7 +58,7 @@ impl LatencyFigure {
     }
 
     /// The untrimmed upper figure used to stop early: never below [`LatencyFigure::value`].
-    pub fn raw_value(self, l: &Latency) -> f64 {
+    pub(crate) fn raw_value(self, l: &Latency) -> f64 {
         match self {
             LatencyFigure::EffectiveRtt => l.raw_effective_ms(),
             LatencyFigure::RobustP99 => l.max_ms,
@@ -196,7 +196,12 @@ impl SamplingPolicy {
     }
 
     /// Whether more samples could move `figure` across `limit_ms`.
-    pub fn latency_resolved(&self, l: &Latency, figure: LatencyFigure, limit_ms: f64) -> bool {
+    pub(crate) fn latency_resolved(
+        &self,
+        l: &Latency,
+        figure: LatencyFigure,
+        limit_ms: f64,
+    ) -> bool {
         let below = figure.raw_value(l) <= (1.0 - margin(l.n)) * limit_ms;
         let above = l.p50_ms > limit_ms;
         below || above
@@ -205,7 +210,7 @@ impl SamplingPolicy {
     /// The band of a loss estimate. An error needs evidence, not just an observed ratio above the
     /// limit: the Wilson lower bound must exceed it (strictly before the cap, loosely at it).
     /// Observed above the error limit without that evidence is a warning.
-    pub fn loss_band(&self, loss: &LossEstimate, warn: f64, error: f64) -> Band {
+    pub(crate) fn loss_band(&self, loss: &LossEstimate, warn: f64, error: f64) -> Band {
         let at_cap = loss.attempts as usize >= self.loss_cap_error;
         if loss.lower(self.loss_z_error) > error
             || (at_cap && loss.lower(self.loss_z_final) > error)
@@ -220,7 +225,12 @@ impl SamplingPolicy {
 }
 
 /// The band of a latency figure: strictly above a limit crosses it (the threshold rule: "warn > x").
-pub fn latency_band(l: &Latency, figure: LatencyFigure, warn_ms: f64, error_ms: f64) -> Band {
+pub(crate) fn latency_band(
+    l: &Latency,
+    figure: LatencyFigure,
+    warn_ms: f64,
+    error_ms: f64,
+) -> Band {
     let v = figure.value(l);
     if v > error_ms {
         Band::Error

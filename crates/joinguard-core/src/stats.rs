@@ -27,7 +27,7 @@ use crate::target::Target;
 /// peer-latency error limit, and a healthy link with 1% loss must give no false errors.
 /// Discarding a tenth needs seven retransmissions among 60 samples (probability about 0.0003)
 /// and still shows a shift that affects 20% of the samples.
-pub fn trim_count(n: usize) -> usize {
+pub(crate) fn trim_count(n: usize) -> usize {
     if n < 2 {
         return 0;
     }
@@ -49,7 +49,7 @@ pub fn trim_count(n: usize) -> usize {
 ///
 /// Never more than a quarter of the samples: the robust p99 stays at or above the p75, so a path
 /// slow for a third of its samples fails whatever the loss.
-pub fn loss_trim_count(n: usize, loss: &LossEstimate) -> usize {
+pub(crate) fn loss_trim_count(n: usize, loss: &LossEstimate) -> usize {
     let base = trim_count(n);
     let q = loss.ratio();
     if n < 2 || loss.attempts == 0 || q <= 0.0 {
@@ -63,7 +63,7 @@ pub fn loss_trim_count(n: usize, loss: &LossEstimate) -> usize {
 
 /// Nearest-rank quantile `q` (0 < q <= 1) of an ascending slice: the value at rank
 /// `ceil(q * n)`. Nearest rank returns a value that was actually measured, never an interpolation.
-pub fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -100,13 +100,13 @@ pub struct Latency {
 impl Latency {
     /// Figures from RTTs in milliseconds, in the order they were measured (jitter depends on
     /// order). `None` when there are none.
-    pub fn from_rtts_ms(rtts: &[f64]) -> Option<Latency> {
+    pub(crate) fn from_rtts_ms(rtts: &[f64]) -> Option<Latency> {
         Latency::trimmed(rtts, trim_count(rtts.len()))
     }
 
     /// Figures as [`Latency::from_rtts_ms`], the robust ones discarding the
     /// [`loss_trim_count`] highest RTTs for a path with the round-trip `loss` measured.
-    pub fn from_rtts_ms_with_loss(rtts: &[f64], loss: &LossEstimate) -> Option<Latency> {
+    pub(crate) fn from_rtts_ms_with_loss(rtts: &[f64], loss: &LossEstimate) -> Option<Latency> {
         Latency::trimmed(rtts, loss_trim_count(rtts.len(), loss))
     }
 
@@ -144,14 +144,14 @@ impl Latency {
 
     /// Effective RTT as the peer-latency check judges it: robust p99 plus robust jitter. OpenShift's
     /// etcd guidance judges "RTT + jitter"; using the p99 rather than the mean keeps a real tail.
-    pub fn effective_rtt_ms(&self) -> f64 {
+    pub(crate) fn effective_rtt_ms(&self) -> f64 {
         self.robust_p99_ms + self.robust_jitter_ms
     }
 
     /// The untrimmed counterpart of [`Latency::effective_rtt_ms`]: max plus raw jitter. The
     /// sampler stops early only when even this is far below a limit, so trimming can never end
     /// sampling before a degradation had the chance to show.
-    pub fn raw_effective_ms(&self) -> f64 {
+    pub(crate) fn raw_effective_ms(&self) -> f64 {
         self.max_ms + self.jitter_ms
     }
 }
@@ -185,7 +185,7 @@ impl LossEstimate {
     /// one-sided 95% bound on each side). Wilson, unlike the normal approximation, behaves at 0
     /// losses and small n: with 0 of n lost the upper bound is z^2 / (n + z^2), so "below 1%"
     /// needs n > 99 z^2 samples, which is why 10 samples cannot show it.
-    pub fn wilson(&self, z: f64) -> (f64, f64) {
+    pub(crate) fn wilson(&self, z: f64) -> (f64, f64) {
         if self.attempts == 0 {
             return (0.0, 1.0);
         }
@@ -227,7 +227,7 @@ pub struct Summary {
 
 impl Summary {
     /// Summarises samples given in the order they were taken.
-    pub fn from_samples(target: &Target, probe: ProbeKind, samples: &[Sample]) -> Summary {
+    pub(crate) fn from_samples(target: &Target, probe: ProbeKind, samples: &[Sample]) -> Summary {
         let rtts: Vec<f64> = samples
             .iter()
             .filter_map(|s| s.result.as_ref().ok().map(|d| duration_ms(*d)))
@@ -272,7 +272,7 @@ impl Summary {
 }
 
 /// A duration in milliseconds, with sub-millisecond precision.
-pub fn duration_ms(d: Duration) -> f64 {
+pub(crate) fn duration_ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 

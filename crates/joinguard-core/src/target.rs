@@ -74,7 +74,7 @@ pub struct TargetUrlError {
 
 impl TargetKind {
     /// The kind's well-known port: 6443, 2379, 2380.
-    pub fn default_port(self) -> u16 {
+    pub(crate) fn default_port(self) -> u16 {
         match self {
             TargetKind::ApiServer => 6443,
             TargetKind::EtcdClient => 2379,

@@ -9,7 +9,7 @@ use crate::stats::Summary;
 impl Checker {
     /// `APIServerReady`: `/readyz` answered ok at least once. A stream with some not-ready
     /// answers is a warning (a load balancer in rotation, a restarting server).
-    pub fn api_server_ready(&self, s: &Summary) -> CheckResult {
+    pub(crate) fn api_server_ready(&self, s: &Summary) -> CheckResult {
         let ok = s.samples - s.lost;
         let why = s
             .last_failure

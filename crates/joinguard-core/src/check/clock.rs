@@ -8,7 +8,7 @@ use crate::target::Target;
 impl Checker {
     /// `ClockSkew`: difference between this node's clock and the target's, in seconds (sign
     /// ignored).
-    pub fn clock_skew(&self, target: &Target, skew_seconds: f64) -> CheckResult {
+    pub(crate) fn clock_skew(&self, target: &Target, skew_seconds: f64) -> CheckResult {
         let t = &self.thresholds.clock_skew;
         let skew = skew_seconds.abs();
         let head = format!(

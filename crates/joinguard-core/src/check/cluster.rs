@@ -67,7 +67,7 @@ fn quorum_sentence(members: &[MemberInfo]) -> String {
 impl Checker {
     /// The member list judged for this join: unstarted members, this node's own registration.
     /// `node` is this node's name and peer URL as kubeadm would register them.
-    pub fn cluster_state(&self, members: &[MemberInfo], node: &NodeRef) -> Vec<CheckResult> {
+    pub(crate) fn cluster_state(&self, members: &[MemberInfo], node: &NodeRef) -> Vec<CheckResult> {
         let mut out = Vec::new();
         let by_url = |m: &MemberInfo| {
             matches!(&node.peer_url, Some(u) if m.peer_urls.first().is_some_and(|p| {
@@ -169,7 +169,7 @@ impl Checker {
 
     /// `EtcdVersionSkew`: the members' versions (`host:port`, "3.5.1") at more than one minor
     /// version. A warning: a rolling upgrade is in progress or stalled.
-    pub fn version_skew(&self, versions: &[(String, String)]) -> Option<CheckResult> {
+    pub(crate) fn version_skew(&self, versions: &[(String, String)]) -> Option<CheckResult> {
         let mut minors: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for (ep, v) in versions {
             let minor: Vec<&str> = v.split('.').take(2).collect();

@@ -17,7 +17,7 @@ impl Checker {
     /// One result per member that was dialled: ok, warning or error by the time the connection
     /// and the first Status took; an error when the port answered TCP but the connection did not
     /// complete at all. Members whose port never answered are `EtcdClientReachable` errors.
-    pub fn etcd_dial_time(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
+    pub(crate) fn etcd_dial_time(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
         let t = &self.thresholds.etcd_dial_time;
         let budget = fmt_duration(self.thresholds.etcd_dial_budget);
         let consequence = format!(

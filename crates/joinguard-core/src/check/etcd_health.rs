@@ -75,7 +75,7 @@ impl EtcdMemberHealth {
 impl Checker {
     /// `EtcdHealth`: what the members say about the cluster. One result per problem, or one ok
     /// result per member without problems; cluster-wide results have target [`CLUSTER_TARGET`].
-    pub fn etcd_health(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
+    pub(crate) fn etcd_health(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
         let mut out = Vec::new();
         let result = |target: &str, status: Status, message: String| CheckResult {
             name: CheckName::EtcdHealth,

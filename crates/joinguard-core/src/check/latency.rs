@@ -10,7 +10,7 @@ use crate::stats::Summary;
 
 impl Checker {
     /// `EtcdPeerLatency`: effective RTT (robust p99 + robust jitter) to a member's peer port.
-    pub fn peer_latency(&self, s: &Summary) -> CheckResult {
+    pub(crate) fn peer_latency(&self, s: &Summary) -> CheckResult {
         self.latency_check(
             CheckName::EtcdPeerLatency,
             s,
@@ -24,7 +24,7 @@ impl Checker {
     }
 
     /// `EtcdClientLatency`: robust p99 of Status (or TCP connect) to a member's client port.
-    pub fn client_latency(&self, s: &Summary) -> CheckResult {
+    pub(crate) fn client_latency(&self, s: &Summary) -> CheckResult {
         self.latency_check(
             CheckName::EtcdClientLatency,
             s,
@@ -37,7 +37,7 @@ impl Checker {
     }
 
     /// `EtcdQuorumReadLatency`: robust p99 of a linearizable read (member, leader, quorum).
-    pub fn quorum_read_latency(&self, s: &Summary) -> CheckResult {
+    pub(crate) fn quorum_read_latency(&self, s: &Summary) -> CheckResult {
         self.latency_check(
             CheckName::EtcdQuorumReadLatency,
             s,
@@ -50,7 +50,7 @@ impl Checker {
     }
 
     /// `APIServerLatency`: p90 of `/readyz` through the API endpoint or load balancer.
-    pub fn api_server_latency(&self, s: &Summary) -> CheckResult {
+    pub(crate) fn api_server_latency(&self, s: &Summary) -> CheckResult {
         self.latency_check(
             CheckName::ApiServerLatency,
             s,

@@ -9,7 +9,7 @@ use crate::stats::Summary;
 impl Checker {
     /// `PacketLoss`: round-trip loss of a probe stream, in percent. An error needs statistical
     /// evidence (see [`SamplingPolicy::loss_band`]), not just an observed ratio.
-    pub fn packet_loss(&self, s: &Summary) -> CheckResult {
+    pub(crate) fn packet_loss(&self, s: &Summary) -> CheckResult {
         let t = &self.thresholds.packet_loss;
         let est = s.loss();
         let pct = est.ratio() * 100.0;

@@ -24,7 +24,7 @@ pub struct NodeRef {
 impl NodeRef {
     /// The peer URL kubeadm registers for an advertise address: `https://IP:2380`, with IPv6
     /// in brackets.
-    pub fn peer_url_for(addr: IpAddr) -> String {
+    pub(crate) fn peer_url_for(addr: IpAddr) -> String {
         match addr {
             IpAddr::V4(a) => format!("https://{a}:{PEER_PORT}"),
             IpAddr::V6(a) => format!("https://[{a}]:{PEER_PORT}"),
@@ -138,7 +138,7 @@ impl fmt::Display for MemberRef {
 
 /// This node's member in `members`: `Ok(None)` when there is none, `Err` with every candidate
 /// when more than one member matches (a name on one member, the peer URL on another).
-pub fn find_mine<'a>(
+pub(crate) fn find_mine<'a>(
     node: &NodeRef,
     members: &'a [MemberInfo],
 ) -> Result<Option<&'a MemberInfo>, Vec<MemberRef>> {
@@ -163,12 +163,12 @@ pub struct Quorum {
 
 impl Quorum {
     /// Raft's majority of `n` voters.
-    pub fn majority(n: usize) -> usize {
+    pub(crate) fn majority(n: usize) -> usize {
         n / 2 + 1
     }
 
     /// Whether the voters left after the removal that answer make a majority of them.
-    pub fn holds_after(&self) -> bool {
+    pub(crate) fn holds_after(&self) -> bool {
         self.voters_after == 0 || self.answering >= Self::majority(self.voters_after)
     }
 }

@@ -39,7 +39,7 @@ pub use etcd_health::EtcdMemberHealth;
 pub use model::{
     CheckName, CheckNameError, CheckResult, IgnoreList, Status, Verdict, CLUSTER_TARGET,
 };
-pub use reach::unreachable_endpoints;
+pub(crate) use reach::unreachable_endpoints;
 pub use thresholds::{Threshold, Thresholds};
 
 /// Judges figures and facts. Holds the limits, the sampling policy (the loss verdict depends on
@@ -79,7 +79,7 @@ impl Checker {
     /// Every check that summaries alone can decide: latency per target and probe, and packet
     /// loss per target. Without an etcd identity the etcd latency checks use TCP connect times.
     /// The ignore list is not applied yet; see [`Checker::finish`].
-    pub fn evaluate_summaries(&self, summaries: &[Summary]) -> Vec<CheckResult> {
+    pub(crate) fn evaluate_summaries(&self, summaries: &[Summary]) -> Vec<CheckResult> {
         let has = |endpoint: &str, probe: ProbeKind| {
             summaries
                 .iter()

@@ -163,7 +163,10 @@ impl IgnoreList {
     /// as kubeadm's `ValidateIgnorePreflightErrors` does: one lower-cased set, `all` alone or not
     /// at all. Entries may themselves hold commas (pflag splits the flag, not the file). Each
     /// entry is joinguard's check name or kubeadm's ([`crate::kubeadm::checks`]), any case.
-    pub fn from_sources(flag: &[String], config: &[String]) -> Result<IgnoreList, CheckNameError> {
+    pub(crate) fn from_sources(
+        flag: &[String],
+        config: &[String],
+    ) -> Result<IgnoreList, CheckNameError> {
         let mut set: BTreeSet<String> = BTreeSet::new();
         let mut list = IgnoreList::default();
         for entry in config
@@ -195,12 +198,12 @@ impl IgnoreList {
     }
 
     /// `all`: every joinguard error becomes a warning.
-    pub fn is_all(&self) -> bool {
+    pub(crate) fn is_all(&self) -> bool {
         self.all
     }
 
     /// kubeadm's check names in the list, in kubeadm's spelling.
-    pub fn kubeadm_checks(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn kubeadm_checks(&self) -> impl Iterator<Item = &str> {
         self.kubeadm.iter().map(String::as_str)
     }
 
@@ -263,7 +266,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Unfit if any error remains after the ignore list was applied.
-    pub fn from_checks(checks: &[CheckResult]) -> Verdict {
+    pub(crate) fn from_checks(checks: &[CheckResult]) -> Verdict {
         if checks.iter().any(|c| c.status == Status::Error) {
             Verdict::Unfit
         } else {

@@ -25,7 +25,7 @@ impl Checker {
     /// error: the join's traffic is TCP), and where ICMP could not run, the TCP exchange judges
     /// alone. A host that answered no echo and had no exchange has no result here:
     /// `PacketLoss` and the reachability checks judge it.
-    pub fn path_mtu<E: std::fmt::Display, F>(
+    pub(crate) fn path_mtu<E: std::fmt::Display, F>(
         &self,
         icmp: &[(Target, Result<PathMtu, E>)],
         tcp: &[(Target, Result<FullSize, F>)],

@@ -19,7 +19,7 @@ use crate::target::{Target, TargetKind};
 
 impl CheckName {
     /// The reachability check of a kind of target.
-    pub fn reachable(kind: TargetKind) -> CheckName {
+    pub(crate) fn reachable(kind: TargetKind) -> CheckName {
         match kind {
             TargetKind::ApiServer => CheckName::ApiServerReachable,
             TargetKind::EtcdClient => CheckName::EtcdClientReachable,
@@ -55,7 +55,7 @@ fn service_streams<'a>(
 
 /// The endpoints, among `targets`, that no service-port probe got a reply from (the same rule
 /// as [`Checker::reachability`]); their other checks would only repeat the error.
-pub fn unreachable_endpoints(targets: &[Target], summaries: &[Summary]) -> BTreeSet<String> {
+pub(crate) fn unreachable_endpoints(targets: &[Target], summaries: &[Summary]) -> BTreeSet<String> {
     targets
         .iter()
         .filter(|t| silent(&service_streams(&t.endpoint, summaries).collect::<Vec<_>>()))
@@ -78,7 +78,11 @@ fn silent(streams: &[&Summary]) -> bool {
 impl Checker {
     /// One result per target (the first of each endpoint): ok when a service-port probe got a
     /// reply, an error when none did or when no probe ran before the run's deadline.
-    pub fn reachability(&self, targets: &[Target], summaries: &[Summary]) -> Vec<CheckResult> {
+    pub(crate) fn reachability(
+        &self,
+        targets: &[Target],
+        summaries: &[Summary],
+    ) -> Vec<CheckResult> {
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for t in targets {

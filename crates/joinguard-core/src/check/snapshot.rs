@@ -9,7 +9,7 @@ use crate::target::Target;
 impl Checker {
     /// `EtcdSnapshotTransfer`: predicted time to send the backend to a new member (DB size /
     /// measured throughput), against kubeadm's etcd API call budget.
-    pub fn snapshot_transfer(
+    pub(crate) fn snapshot_transfer(
         &self,
         target: &Target,
         db_size_bytes: u64,

@@ -23,11 +23,6 @@ impl Threshold {
             error_basis,
         }
     }
-
-    /// Limits set by the operator instead of derived.
-    pub fn overridden(warn: f64, error: f64) -> Threshold {
-        Threshold::new(warn, error, "override".into(), "override".into())
-    }
 }
 
 /// Every limit the checks use. Fields are public so any limit can be overridden.
@@ -65,7 +60,7 @@ impl Default for Thresholds {
 impl Thresholds {
     /// The default limits (etcd's tuning guidance for the peer and client paths, joinguard's own
     /// defaults for loss, API latency and clock skew), scaled by the members' timing.
-    pub fn from_etcd_timing(heartbeat: Duration, election: Duration) -> Thresholds {
+    pub(crate) fn from_etcd_timing(heartbeat: Duration, election: Duration) -> Thresholds {
         let hb = heartbeat.as_secs_f64() * 1000.0;
         let el = election.as_secs_f64() * 1000.0;
         let hb_s = fmt_duration(heartbeat);

@@ -64,7 +64,7 @@ pub const DEFAULT_CERTIFICATES_DIR: &str = "/etc/kubernetes/pki";
 
 impl ClusterFacts {
     /// Parses the kubeadm-config ConfigMap.
-    pub fn from_config_map(cm: &Value) -> Result<ClusterFacts, ClusterConfigError> {
+    pub(crate) fn from_config_map(cm: &Value) -> Result<ClusterFacts, ClusterConfigError> {
         let text = cm
             .pointer("/data/ClusterConfiguration")
             .and_then(Value::as_str)
@@ -257,7 +257,7 @@ impl SigningCa {
     }
 
     /// What the key is, e.g. `RSA-2048 PKCS#1`.
-    pub fn describe_key(&self) -> String {
+    pub(crate) fn describe_key(&self) -> String {
         self.key.summary()
     }
 }
@@ -495,7 +495,7 @@ pub enum CertSource<'a> {
 /// algorithm (RSA PKCS#1 v1.5 SHA-256, ECDSA P-256/SHA-256, P-384/SHA-384, Ed25519), valid from 5
 /// minutes ago for `lifetime`. The leaf key is a fresh ECDSA P-256 key (ring generates no RSA),
 /// returned as PKCS#8 PEM.
-pub fn mint_client(
+pub(crate) fn mint_client(
     ca: &SigningCa,
     cn: &str,
     org: Option<&str>,

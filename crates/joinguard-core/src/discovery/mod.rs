@@ -22,7 +22,7 @@ use zeroize::Zeroizing;
 
 pub mod cluster;
 pub mod input;
-pub mod join;
+pub(crate) mod join;
 
 use crate::failure::{TrustFailure, TrustFailureKind};
 use crate::input::{Input, Named};
@@ -72,7 +72,7 @@ impl BootstrapToken {
     }
 
     /// `id.secret`, for an Authorization header.
-    pub fn expose(&self) -> Zeroizing<String> {
+    pub(crate) fn expose(&self) -> Zeroizing<String> {
         Zeroizing::new(format!("{}.{}", self.id, self.secret.as_str()))
     }
 }
@@ -197,7 +197,7 @@ impl DiscoveryError {
 
     /// What a failed call of discovery means: trust stays trust, a 401 is the bootstrap token
     /// (expired or deleted), anything else a failure to reach or read the cluster.
-    pub fn from_retry(e: RetryError<ApiCallError>) -> DiscoveryError {
+    pub(crate) fn from_retry(e: RetryError<ApiCallError>) -> DiscoveryError {
         let status = e.last.error().and_then(|x| match x {
             ApiCallError::Status(s) => Some(s.status),
             ApiCallError::Transport(_) => None,

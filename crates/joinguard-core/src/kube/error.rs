@@ -115,7 +115,7 @@ impl ApiError {
     }
 
     /// A 409 whose reason is `AlreadyExists`: the answer to a create, not a conflict.
-    pub fn is_already_exists(&self) -> bool {
+    pub(crate) fn is_already_exists(&self) -> bool {
         self.status == 409 && self.reason.as_deref() == Some("AlreadyExists")
     }
 }
@@ -162,7 +162,7 @@ pub enum TransportError {
 
 impl TransportError {
     /// Maps an `io::Error` by kind (and the OS error, for the kinds std groups loosely).
-    pub fn from_io(e: &io::Error) -> Self {
+    pub(crate) fn from_io(e: &io::Error) -> Self {
         use io::ErrorKind as K;
         match e.kind() {
             K::ConnectionRefused => TransportError::Refused,
@@ -187,7 +187,7 @@ impl TransportError {
 
     /// Walks an error's source chain (hyper, hyper-util, tonic transport, rustls, io) and picks
     /// the most specific transport failure it finds.
-    pub fn from_error(e: &(dyn StdError + 'static)) -> Self {
+    pub(crate) fn from_error(e: &(dyn StdError + 'static)) -> Self {
         let mut text = String::new();
         let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
         let mut depth = 0;

@@ -12,8 +12,8 @@
 //! still retransmitting on. The dozen requests of a join need neither watches nor typed objects,
 //! and the TLS stack (rustls, the CA and identity loading) is the one preflight already uses.
 
-pub mod error;
-pub mod kubeconfig;
+pub(crate) mod error;
+pub(crate) mod kubeconfig;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -103,7 +103,7 @@ impl std::fmt::Debug for ApiClient {
 impl ApiClient {
     /// Reads a kubeconfig and builds a client for its current (or the given) context.
     /// `input` names the kubeconfig in errors, as the user gave it.
-    pub fn from_kubeconfig(
+    pub(crate) fn from_kubeconfig(
         input: &Named,
         path: &Path,
         context: Option<&str>,

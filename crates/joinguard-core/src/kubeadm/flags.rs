@@ -84,7 +84,7 @@ pub struct KubeadmFlag {
 }
 
 impl KubeadmFlag {
-    pub fn in_version(&self, v: KubeadmVersion) -> bool {
+    pub(crate) fn in_version(&self, v: KubeadmVersion) -> bool {
         (self.since..=self.until).contains(&v.0)
     }
 
@@ -281,7 +281,7 @@ pub fn lookup(name: &str) -> Option<KubeadmFlag> {
 }
 
 /// kubeadm's `WordSepNormalizeFunc`: `_` and `-` separate words alike.
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     name.replace('_', "-")
 }
 
@@ -311,7 +311,7 @@ pub fn allowed_with_config(name: &str) -> bool {
 /// kubeadm's own error when `--config` is among them with a flag it does not allow beside it.
 /// pflag's `Visit` walks flags sorted by name, so the list is sorted; Go prints a `[]string`
 /// as `[a b]`.
-pub fn mixed_config_error(given_kubeadm_flags: &[String]) -> Option<MixedConfig> {
+pub(crate) fn mixed_config_error(given_kubeadm_flags: &[String]) -> Option<MixedConfig> {
     if !given_kubeadm_flags.iter().any(|f| f == "config") {
         return None;
     }

@@ -9,7 +9,7 @@
 
 pub mod checks;
 pub mod flags;
-pub mod schema;
+pub(crate) mod schema;
 
 /// The kubeadm minor versions whose `join` command line and config files joinguard takes.
 pub const SUPPORTED_VERSIONS: [KubeadmVersion; 8] = [
@@ -35,7 +35,7 @@ impl std::fmt::Display for KubeadmVersion {
 
 /// Levenshtein distance (insertions, deletions, substitutions), for "did you mean" hints on
 /// unknown field and check names.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

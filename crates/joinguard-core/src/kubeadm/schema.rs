@@ -429,7 +429,8 @@ pub fn document(api_version: &str, kind: &str) -> Option<&'static [Field]> {
 }
 
 /// Every field path of a table (`discovery.bootstrapToken.token`; list items as `taints[].key`),
-/// for documentation and for tests that set every field.
+/// for the tests that set every field.
+#[cfg(test)]
 pub fn paths(fields: &'static [Field]) -> Vec<String> {
     fn walk(prefix: &str, shape: &'static Shape, out: &mut Vec<String>) {
         match shape {

@@ -14,7 +14,7 @@
 
 pub mod cleanup;
 mod metrics;
-pub mod progress;
+pub(crate) mod progress;
 pub mod promote;
 
 use std::collections::HashMap;

@@ -387,7 +387,7 @@ impl MonitorConfig {
 }
 
 /// `api-server/10.0.0.10:6443`: the kind keeps an etcd member's client and peer targets apart.
-pub fn default_name(t: &Target) -> String {
+pub(crate) fn default_name(t: &Target) -> String {
     let kind = match t.kind {
         TargetKind::ApiServer => "api-server",
         TargetKind::EtcdClient => "etcd-client",

@@ -89,7 +89,7 @@ pub fn reason(f: &ProbeFailure) -> &'static str {
 }
 
 /// The check status gauge's values: 0 ok, 1 warning (or an ignored error), 2 error.
-pub fn status_value(s: Status) -> i64 {
+pub(crate) fn status_value(s: Status) -> i64 {
     match s {
         Status::Ok => 0,
         Status::Warning | Status::Ignored => 1,
@@ -241,7 +241,12 @@ impl Metrics {
     }
 
     /// Records one probe attempt.
-    pub fn observe(&self, target: &str, probe: ProbeKind, result: &Result<Duration, ProbeFailure>) {
+    pub(crate) fn observe(
+        &self,
+        target: &str,
+        probe: ProbeKind,
+        result: &Result<Duration, ProbeFailure>,
+    ) {
         let labels = ProbeLabels {
             target: target.to_string(),
             probe: probe.as_str().to_string(),
@@ -265,7 +270,7 @@ impl Metrics {
         }
     }
 
-    pub fn set_up(&self, target: &str, up: bool) {
+    pub(crate) fn set_up(&self, target: &str, up: bool) {
         self.up
             .get_or_create(&TargetLabels {
                 target: target.to_string(),
@@ -273,7 +278,7 @@ impl Metrics {
             .set(i64::from(up));
     }
 
-    pub fn observe_lag(&self, lag: Duration) {
+    pub(crate) fn observe_lag(&self, lag: Duration) {
         self.lag.observe(lag.as_secs_f64());
     }
 
@@ -281,7 +286,7 @@ impl Metrics {
         self.skipped.inc();
     }
 
-    pub fn set_target_counts(&self, probed: usize, capped: usize, other_shards: usize) {
+    pub(crate) fn set_target_counts(&self, probed: usize, capped: usize, other_shards: usize) {
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         self.targets.set(n(probed));
         self.targets_capped.set(n(capped));
@@ -290,17 +295,17 @@ impl Metrics {
 
     /// Sets the path MTU of a host (under its target's name), or removes the series when the
     /// last round measured none.
-    pub fn set_path_mtu(&self, target: &str, bytes: Option<u16>) {
+    pub(crate) fn set_path_mtu(&self, target: &str, bytes: Option<u16>) {
         set_or_remove(&self.path_mtu, target, bytes.map(i64::from));
     }
 
     /// Sets the TCP MSS toward a member's peer port, or removes the series.
-    pub fn set_tcp_mss(&self, target: &str, bytes: Option<u32>) {
+    pub(crate) fn set_tcp_mss(&self, target: &str, bytes: Option<u32>) {
         set_or_remove(&self.tcp_mss, target, bytes.map(i64::from));
     }
 
     /// Removes every series of a target that is no longer probed.
-    pub fn forget(&self, target: &str, probes: &[ProbeKind]) {
+    pub(crate) fn forget(&self, target: &str, probes: &[ProbeKind]) {
         for p in probes {
             let labels = ProbeLabels {
                 target: target.to_string(),
@@ -324,7 +329,7 @@ impl Metrics {
 
     /// Sets the check gauges to `results` (worst status per (check, target)) and removes the
     /// series of checks that no longer exist.
-    pub fn set_checks(&self, results: &[CheckResult], name_of: &dyn Fn(&str) -> String) {
+    pub(crate) fn set_checks(&self, results: &[CheckResult], name_of: &dyn Fn(&str) -> String) {
         let mut worst: std::collections::BTreeMap<(String, String), i64> = Default::default();
         for r in results {
             let key = (r.name.as_str().to_string(), name_of(&r.target));
@@ -353,7 +358,7 @@ impl Metrics {
     }
 
     /// Brings the retry counters up to the recorder's counts (they only grow).
-    pub fn sync_retries(&self, recorder: &Recorder) {
+    pub(crate) fn sync_retries(&self, recorder: &Recorder) {
         for c in recorder.counts() {
             let counter = self.retries.get_or_create(&RetryLabels {
                 op: c.op.clone(),
@@ -375,7 +380,7 @@ impl Metrics {
     }
 
     /// The exposition in Prometheus text 0.0.4, derived from the OpenMetrics text.
-    pub fn prometheus_text(&self) -> String {
+    pub(crate) fn prometheus_text(&self) -> String {
         to_prometheus_text(&self.openmetrics())
     }
 }
@@ -398,7 +403,7 @@ fn set_or_remove(family: &Family<TargetLabels, Gauge>, target: &str, value: Opti
 /// OpenMetrics text to Prometheus text 0.0.4: a counter family `x` exposes its sample as
 /// `x_total`, and Prometheus text names the family after the sample, so HELP and TYPE lines of
 /// counters get the `_total` suffix; `# UNIT` and `# EOF` have no place there and are dropped.
-pub fn to_prometheus_text(om: &str) -> String {
+pub(crate) fn to_prometheus_text(om: &str) -> String {
     let counters: BTreeSet<&str> = om
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))

@@ -9,11 +9,11 @@
 //! This module owns the target set and its lifecycle. It does not aggregate across replicas
 //! (Prometheus does) and does not retry probes: a failed probe is a sample.
 
-pub mod config;
-pub mod metrics;
-pub mod prober;
-pub mod serve;
-pub mod shard;
+pub(crate) mod config;
+pub(crate) mod metrics;
+pub(crate) mod prober;
+pub(crate) mod serve;
+pub(crate) mod shard;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -391,7 +391,7 @@ async fn evaluate_loop(shared: Arc<Shared>) {
 }
 
 /// One evaluation: the preflight checks over the sliding windows.
-pub fn evaluate(shared: &Shared) {
+pub(crate) fn evaluate(shared: &Shared) {
     let mut summaries = Vec::new();
     let mut members = Vec::new();
     let mut name_of: HashMap<String, String> = HashMap::new();

@@ -80,7 +80,7 @@ fn text(status: StatusCode, content_type: &str, body: String) -> Response<Full<B
 }
 
 /// Whether the `Accept` header asks for OpenMetrics.
-pub fn wants_openmetrics(accept: Option<&str>) -> bool {
+pub(crate) fn wants_openmetrics(accept: Option<&str>) -> bool {
     accept.is_some_and(|a| {
         a.split(',').any(|part| {
             let mut fields = part.split(';').map(str::trim);

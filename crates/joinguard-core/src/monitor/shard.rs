@@ -33,7 +33,7 @@ fn score(name_hash: u64, replica: u32) -> u64 {
 }
 
 /// The replica (0..replicas) that probes `name`.
-pub fn owner(name: &str, replicas: u32) -> u32 {
+pub(crate) fn owner(name: &str, replicas: u32) -> u32 {
     let h = fnv1a(name.as_bytes());
     (0..replicas.max(1))
         .max_by_key(|&r| (score(h, r), r))

@@ -8,9 +8,9 @@
 //! This module wires the stages together and returns an [`Outcome`]; it neither probes, formats,
 //! prints nor picks an exit code (the binary does).
 
-pub mod report;
-pub mod run;
-pub mod traces;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod traces;
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -138,7 +138,7 @@ pub async fn check_once(input: &PreflightInput, budget: Duration) -> Outcome {
 }
 
 /// Judges what a run saw.
-pub fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Report {
+pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration) -> Report {
     // This node's own member, when the cluster already holds one with its peer URL (a
     // re-created node): its peer port is this node's, not a path the join depends on; the
     // registration itself is judged (EtcdMemberRegistered).

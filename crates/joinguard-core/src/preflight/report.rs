@@ -91,7 +91,7 @@ pub struct Measurement {
 impl Measurement {
     /// The plain (untrimmed) figures: the table shows what was measured; checks say in their
     /// messages which trimmed figure they judged.
-    pub fn from_summary(s: &Summary) -> Measurement {
+    pub(crate) fn from_summary(s: &Summary) -> Measurement {
         let l = s.latency.as_ref();
         let f = |g: fn(&crate::stats::Latency) -> f64| l.map(|l| round3(g(l)));
         Measurement {

@@ -71,11 +71,6 @@ impl EtcdTls {
         })
     }
 
-    /// Whether a client identity is configured.
-    pub fn has_identity(&self) -> bool {
-        self.cert_pem.is_some()
-    }
-
     fn options(&self, timeout: Duration) -> TlsOptions {
         let mut tls = TlsOptions::new()
             .ca_certificate(Certificate::from_pem(&self.ca_pem))
@@ -133,7 +128,7 @@ impl EtcdFailure {
     }
 
     /// Classifies an etcd-client error. `timeout` is the per-sample timeout, for the message.
-    pub fn from_client_error(err: &etcd_client::Error, timeout: Duration) -> Self {
+    pub(crate) fn from_client_error(err: &etcd_client::Error, timeout: Duration) -> Self {
         use std::error::Error as _;
         if let etcd_client::Error::InvalidArgs(m) = err {
             return EtcdFailure::Endpoint {

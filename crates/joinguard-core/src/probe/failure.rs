@@ -9,7 +9,7 @@ use super::ProbeFailure;
 
 /// An etcd probe's failure as the sample's [`ProbeFailure`]: transport kinds kept, everything
 /// else (gRPC status, bad answers) reported as a protocol failure.
-pub fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
+pub(crate) fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
     match e {
         EtcdFailure::Timeout(ms) => ProbeFailure::Timeout(*ms),
         EtcdFailure::Refused => ProbeFailure::Refused,
@@ -22,7 +22,7 @@ pub fn etcd_probe_failure(e: &EtcdFailure) -> ProbeFailure {
 
 /// An HTTP probe's failure as the sample's [`ProbeFailure`]; a TCP failure under TLS keeps
 /// its own kind.
-pub fn http_probe_failure(e: &HttpFailure) -> ProbeFailure {
+pub(crate) fn http_probe_failure(e: &HttpFailure) -> ProbeFailure {
     match e {
         HttpFailure::Timeout { after_ms, .. } => ProbeFailure::Timeout(*after_ms),
         HttpFailure::Tls(tls::TlsFailure::Tcp(f)) => f.clone(),

@@ -54,13 +54,13 @@ pub struct FullSize {
 
 impl FullSize {
     /// Whether full-size segments crossed toward the member (the padded request was answered).
-    pub fn outbound_ok(&self) -> bool {
+    pub(crate) fn outbound_ok(&self) -> bool {
         self.answered_ms.is_some()
     }
 
     /// Whether segments of about this node's MSS arrived from the member (its handshake flight
     /// was large enough to fill one).
-    pub fn inbound_full(&self) -> bool {
+    pub(crate) fn inbound_full(&self) -> bool {
         // Timestamps (12 bytes) and other options make a full segment's payload a little
         // smaller than the MSS.
         self.rcv_mss + 64 >= self.snd_mss.min(self.adv_mss)

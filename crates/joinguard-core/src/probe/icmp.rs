@@ -81,7 +81,7 @@ impl Pinger {
     }
 
     /// How long after its request a reply still counts.
-    pub fn late_limit(&self) -> Duration {
+    pub(crate) fn late_limit(&self) -> Duration {
         self.late_limit
     }
 
@@ -175,7 +175,7 @@ impl Pinger {
     }
 
     /// When the youngest outstanding echo becomes lost, if any is outstanding.
-    pub fn settles_at(&self) -> Option<Instant> {
+    pub(crate) fn settles_at(&self) -> Option<Instant> {
         let now = Instant::now();
         self.echoes
             .iter()

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
-use rustls::{ClientConfig, RootCertStore};
+use rustls::RootCertStore;
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 use zeroize::Zeroizing;
@@ -98,7 +98,7 @@ impl IdentityError {
 
 /// The crypto provider every joinguard TLS connection uses. Explicit, so no process-wide default
 /// has to be installed (and a second rustls provider in the build cannot make it ambiguous).
-pub fn crypto_provider() -> Arc<CryptoProvider> {
+pub(crate) fn crypto_provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
@@ -293,51 +293,8 @@ impl ClientIdentity {
     }
 
     /// The chain and signing key, as rustls presents them.
-    pub fn certified_key(&self) -> Arc<CertifiedKey> {
+    pub(crate) fn certified_key(&self) -> Arc<CertifiedKey> {
         self.certified.clone()
-    }
-}
-
-/// Builds a rustls client configuration that verifies the server against `ca`, presents
-/// `identity` when the server asks for a client certificate, and offers `alpn` (e.g.
-/// `&[ALPN_H2]` for etcd gRPC). Session resumption is disabled so that every handshake a probe
-/// times is a full one.
-pub fn client_config(
-    ca: &CaBundle,
-    identity: Option<&ClientIdentity>,
-    alpn: &[&[u8]],
-) -> Result<Arc<ClientConfig>, IdentityError> {
-    let builder = ClientConfig::builder_with_provider(crypto_provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| IdentityError::Config {
-            flag: ca.flag.clone(),
-            reason: e.to_string(),
-        })?
-        .with_root_certificates(ca.roots());
-    let mut config = match identity {
-        Some(id) => builder.with_client_cert_resolver(Arc::new(SingleIdentity(id.certified_key()))),
-        None => builder.with_no_client_auth(),
-    };
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    config.resumption = rustls::client::Resumption::disabled();
-    Ok(Arc::new(config))
-}
-
-/// Presents one fixed certificate chain whenever the server asks.
-#[derive(Debug)]
-pub(crate) struct SingleIdentity(pub(crate) Arc<CertifiedKey>);
-
-impl rustls::client::ResolvesClientCert for SingleIdentity {
-    fn resolve(
-        &self,
-        _root_hint_subjects: &[&[u8]],
-        _sigschemes: &[rustls::SignatureScheme],
-    ) -> Option<Arc<CertifiedKey>> {
-        Some(self.0.clone())
-    }
-
-    fn has_certs(&self) -> bool {
-        true
     }
 }
 

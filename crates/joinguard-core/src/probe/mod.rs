@@ -8,13 +8,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod etcd;
-pub mod failure;
-pub mod fullsize;
+pub(crate) mod failure;
+pub(crate) mod fullsize;
 pub mod http;
 pub mod icmp;
 pub mod identity;
 pub mod peer;
-pub mod pmtu;
+pub(crate) mod pmtu;
 pub mod tcp;
 pub mod tls;
 

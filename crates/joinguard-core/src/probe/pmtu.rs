@@ -68,7 +68,7 @@ pub struct PathMtu {
 
 impl PathMtu {
     /// Whether full-size packets (the interface MTU) cross.
-    pub fn full_size_crosses(&self) -> bool {
+    pub(crate) fn full_size_crosses(&self) -> bool {
         self.largest_ok.is_some_and(|ok| ok >= self.interface_mtu)
     }
 }

@@ -34,7 +34,7 @@ pub(crate) fn ms(d: Duration) -> u64 {
 
 /// Maps a connect error to a probe failure: RST is [`ProbeFailure::Refused`], a kernel timeout is
 /// [`ProbeFailure::Timeout`], anything else is [`ProbeFailure::Io`].
-pub fn classify_io(err: &io::Error, timeout: Duration) -> ProbeFailure {
+pub(crate) fn classify_io(err: &io::Error, timeout: Duration) -> ProbeFailure {
     match err.kind() {
         io::ErrorKind::ConnectionRefused => ProbeFailure::Refused,
         io::ErrorKind::TimedOut => ProbeFailure::Timeout(ms(timeout)),

@@ -59,7 +59,7 @@ impl CertValidity {
 
 impl TrustFailure {
     /// Classifies a rustls certificate error.
-    pub fn from_certificate_error(err: &CertificateError) -> Self {
+    pub(crate) fn from_certificate_error(err: &CertificateError) -> Self {
         let kind = match err {
             CertificateError::UnknownIssuer => TrustFailureKind::UnknownIssuer,
             CertificateError::BadSignature => TrustFailureKind::BadSignature,
@@ -363,12 +363,12 @@ impl TlsClient {
     }
 
     /// Whether a client identity is configured.
-    pub fn has_identity(&self) -> bool {
+    pub(crate) fn has_identity(&self) -> bool {
         self.identity.is_some()
     }
 
     /// The same trust and identity, offering other ALPN protocols.
-    pub fn with_alpn(&self, alpn: &[&[u8]]) -> Self {
+    pub(crate) fn with_alpn(&self, alpn: &[&[u8]]) -> Self {
         TlsClient {
             alpn: alpn.iter().map(|p| p.to_vec()).collect(),
             ..self.clone()
@@ -426,7 +426,7 @@ pub struct TlsHandshake {
 }
 
 /// Parses the TLS server name for `host`: an IP literal (brackets allowed) or a DNS name.
-pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsFailure> {
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, TlsFailure> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(bare.to_string())
         .map_err(|e| TlsFailure::Handshake(format!("invalid TLS server name {host:?}: {e}")))

@@ -13,10 +13,7 @@ use serde::Serialize;
 // The API error types live in `kube` (the layer below); re-exported so `retry::classify::ApiError`
 // and friends keep their paths.
 pub(crate) use crate::kube::error::{bounded, looks_like_trust};
-pub use crate::kube::error::{
-    parse_retry_after, ApiCallError, ApiError, TransportError, MAX_MESSAGE, MAX_RETRY_AFTER,
-    MAX_STATUS_BODY,
-};
+pub use crate::kube::error::{parse_retry_after, ApiCallError, ApiError, TransportError};
 
 /// What a failure means for the retry layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -54,7 +51,7 @@ impl ErrorClass {
     /// True when the failure says the endpoint could not be reached at all (refused, reset,
     /// EOF, timeout, unreachable). Only these arm the wake-on-connect watcher: after an HTTP
     /// error the endpoint is plainly up, and a TCP connect tells us nothing.
-    pub fn is_connection(&self) -> bool {
+    pub(crate) fn is_connection(&self) -> bool {
         matches!(self, ErrorClass::Transient(r) if r.is_connection())
     }
 }
@@ -152,7 +149,7 @@ pub enum Reason {
 
 impl Reason {
     /// Refused, reset, EOF, timeout, unreachable: the endpoint may be gone.
-    pub fn is_connection(&self) -> bool {
+    pub(crate) fn is_connection(&self) -> bool {
         matches!(
             self,
             Reason::ConnectionRefused
@@ -397,6 +394,9 @@ impl Classify for etcd_client::Error {
 #[cfg(test)]
 mod tests {
     use std::io;
+
+    use crate::kube::error::{MAX_MESSAGE, MAX_RETRY_AFTER, MAX_STATUS_BODY};
+
     use std::time::SystemTime;
 
     use super::*;

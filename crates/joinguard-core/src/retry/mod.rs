@@ -9,9 +9,9 @@
 //! not print (logs go through `tracing`, reports read the [`Recorder`]), and no other code may
 //! sleep and loop to retry: use [`run`], [`run_mutation`] or [`wait_until`].
 
-pub mod classify;
-pub mod record;
-pub mod wake;
+pub(crate) mod classify;
+pub(crate) mod record;
+pub(crate) mod wake;
 
 use std::fmt;
 use std::future::Future;
@@ -75,7 +75,8 @@ impl Backoff {
     }
 
     /// The same schedule with a fixed jitter seed (tests, reproducible benchmarks).
-    pub fn schedule_seeded(&self, seed: u64) -> Schedule {
+    #[cfg(test)]
+    pub(crate) fn schedule_seeded(&self, seed: u64) -> Schedule {
         self.schedule_with(SmallRng::seed_from_u64(seed))
     }
 
@@ -223,28 +224,29 @@ impl RetryPolicy {
 
     /// Overrides the budget (v1beta4 `timeouts.kubernetesAPICall` / `etcdAPICall`). Clamped to
     /// at least [`MIN_BUDGET`].
-    pub fn with_budget(mut self, budget: Duration) -> Self {
+    pub(crate) fn with_budget(mut self, budget: Duration) -> Self {
         self.budget = budget.max(MIN_BUDGET);
         self
     }
 
-    pub fn with_per_attempt(mut self, per_attempt: Duration) -> Self {
+    pub(crate) fn with_per_attempt(mut self, per_attempt: Duration) -> Self {
         self.per_attempt = per_attempt.max(Duration::from_millis(1));
         self
     }
 
     /// Adds an absolute deadline; the operation ends at the earlier of it and the budget.
-    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+    pub(crate) fn with_deadline(mut self, deadline: Instant) -> Self {
         self.deadline = Some(deadline);
         self
     }
 
-    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
         self
     }
 
-    pub fn on_not_found(mut self, not_found: NotFound) -> Self {
+    pub(crate) fn on_not_found(mut self, not_found: NotFound) -> Self {
         self.not_found = not_found;
         self
     }
@@ -270,7 +272,7 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    pub fn from_v1beta4(
+    pub(crate) fn from_v1beta4(
         kubernetes_api_call: Option<Duration>,
         etcd_api_call: Option<Duration>,
     ) -> Self {
@@ -412,7 +414,7 @@ pub struct RetryError<E> {
 }
 
 impl<E> RetryError<E> {
-    pub fn is_trust(&self) -> bool {
+    pub(crate) fn is_trust(&self) -> bool {
         self.class == ErrorClass::Trust
     }
 
@@ -438,11 +440,11 @@ impl<E> RetryError<E> {
     }
 
     /// True when the last failure was a 404 (whatever the call site made of it).
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         self.class.reason() == Some(Reason::NotFound)
     }
 
-    pub fn budget_exhausted(&self) -> bool {
+    pub(crate) fn budget_exhausted(&self) -> bool {
         matches!(
             self.gave_up,
             GaveUp::BudgetExhausted | GaveUp::RetryAfterBeyondBudget { .. }

@@ -142,7 +142,7 @@ impl Serialize for Recorder {
 /// Hides what looks like a credential: the word after `Bearer`/`token=`, and anything shaped like
 /// a bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`). Error text from the apiserver does not carry
 /// credentials, but a URL or a proxy's page might.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut hide_next = false;
     for (i, word) in text.split(' ').enumerate() {

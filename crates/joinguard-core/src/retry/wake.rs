@@ -46,12 +46,6 @@ impl WakeOnConnect {
         }
     }
 
-    /// Probe spacing; clamped to at least 20 ms so the watcher stays cheap.
-    pub fn with_interval(mut self, interval: Duration) -> Self {
-        self.interval = interval.max(Duration::from_millis(20));
-        self
-    }
-
     /// Per-probe connect timeout; clamped to 10 ms ..= 2 s.
     pub fn with_connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = t.clamp(Duration::from_millis(10), Duration::from_secs(2));

@@ -14,7 +14,7 @@
 //! This module decides *what* to write; [`crate::kube`] speaks HTTP and [`crate::retry`] decides
 //! when to try again.
 
-pub mod report;
+pub(crate) mod report;
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -582,7 +582,7 @@ pub fn set_api_endpoint(
 
 /// Adds the control-plane label and `NoSchedule` taint to a Node, keeping every other label and
 /// taint (kubeadm's `markControlPlaneNode`).
-pub fn mark_control_plane(node: &mut Value) -> Result<Changed, ApiCallError> {
+pub(crate) fn mark_control_plane(node: &mut Value) -> Result<Changed, ApiCallError> {
     let mut changed = Changed::No;
     let labels = &mut node["metadata"]["labels"];
     if labels.is_null() {

@@ -52,7 +52,7 @@ pub struct LossStep {
 }
 
 /// Attributes a trace's latency and loss to hops.
-pub fn attribute(t: &PathTrace) -> Attribution {
+pub(crate) fn attribute(t: &PathTrace) -> Attribution {
     let answering: Vec<&Hop> = t.hops.iter().filter(|h| h.received > 0).collect();
     Attribution {
         latency: latency_step(&answering),

@@ -15,9 +15,9 @@
 //! target (every probe would be an accepted-then-dropped connection in etcd's log), it pins
 //! socket2 0.5 beside our 0.6, and its docs call the API unstable.
 
-pub mod analysis;
+pub(crate) mod analysis;
 pub mod command;
-pub mod packet;
+pub(crate) mod packet;
 pub mod report;
 mod socket;
 

@@ -80,18 +80,18 @@ pub enum ReplyKind {
 
 /// The bytes after a probe's headers that make its IP packet `size` bytes long (`None`: the
 /// short default payload).
-pub fn padding(size: Option<u16>, headers: u16) -> Option<usize> {
+pub(crate) fn padding(size: Option<u16>, headers: u16) -> Option<usize> {
     size.map(|s| usize::from(s.saturating_sub(headers)))
 }
 
 /// `len` bytes of the tracer's tag, repeated: what fills a probe of a chosen size.
-pub fn filler(len: usize) -> Vec<u8> {
+pub(crate) fn filler(len: usize) -> Vec<u8> {
     let tag = b"joinguard-trace-";
     (0..len).map(|i| tag[i % tag.len()]).collect()
 }
 
 /// An ICMP echo request with `ident` and `seq`, and a short payload, or `data` bytes of one.
-pub fn echo_request(ident: u16, seq: u16, data: Option<usize>) -> Vec<u8> {
+pub(crate) fn echo_request(ident: u16, seq: u16, data: Option<usize>) -> Vec<u8> {
     let mut p = vec![ICMP_ECHO_REQUEST, 0, 0, 0];
     p.extend_from_slice(&ident.to_be_bytes());
     p.extend_from_slice(&seq.to_be_bytes());
@@ -108,7 +108,7 @@ pub fn echo_request(ident: u16, seq: u16, data: Option<usize>) -> Vec<u8> {
 /// (1460) as a real stack would send, so middleboxes treat it as an ordinary connection attempt.
 /// `data` bytes after the header make a probe of a chosen size (a SYN may carry data, RFC 793;
 /// the target acknowledges only the SYN).
-pub fn tcp_syn(
+pub(crate) fn tcp_syn(
     src: Ipv4Addr,
     src_port: u16,
     dst: Ipv4Addr,
@@ -141,7 +141,7 @@ pub fn tcp_syn(
 
 /// Parses a packet from the raw ICMP socket (IP header included). `None` for anything that
 /// cannot answer a probe: echo requests, other ICMP types, truncated quotes.
-pub fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
+pub(crate) fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
     let (from, _, proto, icmp) = ip_header(pkt)?;
     if proto != PROTO_ICMP || icmp.len() < 8 {
         return None;
@@ -199,7 +199,7 @@ pub fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
 /// Parses a packet from the raw TCP socket (IP header included): a SYN-ACK or RST answering a
 /// SYN whose sequence number was `ack - 1`. Other segments (every TCP packet of the host reaches
 /// a raw TCP socket) give `None`.
-pub fn parse_tcp(pkt: &[u8]) -> Option<Reply> {
+pub(crate) fn parse_tcp(pkt: &[u8]) -> Option<Reply> {
     let (from, _, proto, tcp) = ip_header(pkt)?;
     if proto != PROTO_TCP || tcp.len() < 20 {
         return None;

@@ -121,7 +121,7 @@ pub fn headline(t: &PathTrace) -> String {
 }
 
 /// The mtr `--report` table: one row per hop.
-pub fn write_table<W: Write + ?Sized>(t: &PathTrace, w: &mut W) -> io::Result<()> {
+pub(crate) fn write_table<W: Write + ?Sized>(t: &PathTrace, w: &mut W) -> io::Result<()> {
     let shown: Vec<String> = t
         .hops
         .iter()

@@ -42,7 +42,12 @@ impl RawSocket {
 
     /// Sends `payload` to `dst` with IP TTL `ttl`. Returns the wall-clock stamp taken just
     /// before the send: a preemption after it can only lengthen an RTT, never shorten it.
-    pub fn send_with_ttl(&self, payload: &[u8], dst: Ipv4Addr, ttl: u8) -> io::Result<SystemTime> {
+    pub(crate) fn send_with_ttl(
+        &self,
+        payload: &[u8],
+        dst: Ipv4Addr,
+        ttl: u8,
+    ) -> io::Result<SystemTime> {
         let s = self.fd.get_ref();
         s.set_ttl_v4(u32::from(ttl))?;
         let stamp = SystemTime::now();
@@ -62,7 +67,7 @@ impl RawSocket {
 
     /// Reads one packet without blocking, with the kernel's receive timestamp when it gave one.
     /// `WouldBlock` when drained.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, Option<SystemTime>)> {
+    pub(crate) fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, Option<SystemTime>)> {
         // SAFETY: an initialised byte slice is a valid `[MaybeUninit<u8>]` of the same length;
         // recvmsg only writes initialised bytes into it.
         let buf = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
@@ -72,7 +77,7 @@ impl RawSocket {
 
 /// A UDP socket bound to an ephemeral port, for one UDP probe. Its local port identifies the
 /// probe in the ICMP error a router or the target sends back.
-pub fn udp_probe_socket(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
+pub(crate) fn udp_probe_socket(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     s.set_nonblocking(true)?;
     s.bind(&SockAddr::from(SocketAddrV4::new(src, 0)))?;
@@ -87,7 +92,7 @@ fn local_port(s: &Socket) -> io::Result<u16> {
 
 /// Sends one UDP probe with TTL `ttl`, with a short payload or `data` bytes of one; returns the
 /// stamp taken just before the send.
-pub fn udp_send(
+pub(crate) fn udp_send(
     s: &Socket,
     dst: Ipv4Addr,
     port: u16,
@@ -107,7 +112,7 @@ pub fn udp_send(
 /// Reserves a local TCP port for SYN probes: a bound, never-connected socket. While it is held no
 /// other local connection takes the port, and the kernel, finding no connection for the target's
 /// SYN-ACK, answers it with RST, so the target never sees a completed handshake.
-pub fn reserve_tcp_port(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
+pub(crate) fn reserve_tcp_port(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
     let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     s.bind(&SockAddr::from(SocketAddrV4::new(src, 0)))?;
     let port = local_port(&s)?;
@@ -115,7 +120,7 @@ pub fn reserve_tcp_port(src: Ipv4Addr) -> io::Result<(Socket, u16)> {
 }
 
 /// The source address the kernel would use toward `dst` (a routing lookup, nothing is sent).
-pub fn source_for(dst: Ipv4Addr) -> io::Result<Ipv4Addr> {
+pub(crate) fn source_for(dst: Ipv4Addr) -> io::Result<Ipv4Addr> {
     let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
     s.connect((dst, 33434))?;
     match s.local_addr()? {
@@ -188,7 +193,7 @@ fn timestamp_from_control(c: &[u8]) -> Option<SystemTime> {
 
 /// The name of `addr` by reverse DNS (getnameinfo with NI_NAMEREQD), or `None`. Blocking: call it
 /// from `spawn_blocking`.
-pub fn reverse_name(addr: Ipv4Addr) -> Option<String> {
+pub(crate) fn reverse_name(addr: Ipv4Addr) -> Option<String> {
     let sa = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: 0,
