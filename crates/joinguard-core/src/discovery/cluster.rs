@@ -586,16 +586,12 @@ pub async fn read_cluster(
                      on this node, as kubeadm join does, and joinguard needs the etcd CA among \
                      them to check etcd: {e}. Give one of: {key} (with {token}: the etcd CA comes \
                      from the kubeadm-certs Secret), {dir} DIR (kubeadm's layout), {config} with \
-                     controlPlane.certificateKey, or {endpoints} with {cacert}, {cert} and \
-                     {etcd_key}",
+                     controlPlane.certificateKey, or {explicit}",
                     key = f(Input::CertificateKey),
                     token = f(Input::Token),
                     dir = f(Input::CertDir),
                     config = f(Input::Config),
-                    endpoints = f(Input::EtcdEndpoints),
-                    cacert = f(Input::EtcdCacert),
-                    cert = f(Input::EtcdCert),
-                    etcd_key = f(Input::EtcdKey),
+                    explicit = super::input::explicit_etcd(spelling),
                 ))
             })?
         }

@@ -92,17 +92,13 @@ fn no_etcd_input(spelling: Spelling) -> String {
          find or reach the etcd members. Give one of: {token} with {pin} and {key} (as kubeadm \
          join takes them; the etcd members and CA come from the cluster), {token} with {dir} \
          DIR or the shared certificates in /etc/kubernetes/pki, {config} with the join's \
-         JoinConfiguration, or {endpoints} with {cacert}, {cert} and {etcd_key}. For a worker \
-         join, drop {cp}",
+         JoinConfiguration, or {explicit}. For a worker join, drop {cp}",
         token = f(Input::Token),
         pin = f(Input::DiscoveryTokenCaCertHash),
         key = f(Input::CertificateKey),
         dir = f(Input::CertDir),
         config = f(Input::Config),
-        endpoints = f(Input::EtcdEndpoints),
-        cacert = f(Input::EtcdCacert),
-        cert = f(Input::EtcdCert),
-        etcd_key = f(Input::EtcdKey),
+        explicit = input::explicit_etcd(spelling),
         cp = f(Input::ControlPlane),
     )
 }
