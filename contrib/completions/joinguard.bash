@@ -155,12 +155,28 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__etcd__subcmd__cleanup)
-            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
+            opts="-o -v -h -V --token --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-token-ca-cert-hash)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-token-unsafe-skip-ca-verification)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --etcd-endpoints)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -277,12 +293,28 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__etcd__subcmd__promote)
-            opts="-o -v -h -V --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
+            opts="-o -v -h -V --token --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-token-ca-cert-hash)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --discovery-token-unsafe-skip-ca-verification)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --etcd-endpoints)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

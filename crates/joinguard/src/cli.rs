@@ -156,9 +156,40 @@ pub enum EtcdCommand {
 /// The etcd connection and this node's identity, shared by `etcd promote` and `etcd cleanup`.
 #[derive(Args, Debug)]
 pub struct EtcdMemberArgs {
+    /// The API endpoint or load balancer, as `kubeadm join` takes it (host:port): with --token,
+    /// token discovery finds the etcd members and the etcd CA, as preflight does.
+    #[arg(value_name = "API_SERVER_ENDPOINT", conflicts_with_all = ["config", "etcd_endpoints"])]
+    pub api_server_endpoint: Option<String>,
+
+    /// Bootstrap token for discovery, as `kubeadm join --token`.
+    #[arg(long, value_name = "TOKEN", requires = "api_server_endpoint")]
+    pub token: Option<String>,
+
+    /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
+    #[arg(
+        long,
+        value_name = "sha256:HEX",
+        value_delimiter = ',',
+        requires = "token"
+    )]
+    pub discovery_token_ca_cert_hash: Vec<String>,
+
+    /// Allow discovery without a pin (as kubeadm; joinguard warns).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
+          hide_possible_values = true)]
+    pub discovery_token_unsafe_skip_ca_verification: bool,
+
+    /// The key from `kubeadm init phase upload-certs --upload-certs`, as `kubeadm join
+    /// --certificate-key`: with the join line, it decrypts kubeadm-certs in memory for the etcd
+    /// client identity.
+    #[arg(long, value_name = "HEX", requires = "token",
+          conflicts_with_all = ["etcd_cacert", "etcd_cert", "etcd_key"])]
+    pub certificate_key: Option<String>,
+
     /// The cluster's etcd client endpoints (the existing members, as preflight takes them).
-    /// Without them, --config is required: token discovery finds the members and the etcd CA
-    /// from the join's JoinConfiguration, as preflight does.
+    /// Without them, --config or the join line (API_SERVER_ENDPOINT --token ...) is required:
+    /// token discovery finds the members and the etcd CA, as preflight does.
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub etcd_endpoints: Vec<String>,
 
@@ -244,7 +275,13 @@ fn parse_member_id(s: &str) -> Result<u64, String> {
 
 const PROMOTE_EXAMPLES: &str = "\
 Examples:
-  # After `kubeadm join` failed at or before \"promoting the learner\":
+  # After `kubeadm join` failed at or before \"promoting the learner\", from the join's own
+  # config (Cluster API writes it; the members and the etcd CA come from token discovery):
+  joinguard etcd promote --config /run/kubeadm/kubeadm-join-config.yaml
+  # The same from kubeadm's join line:
+  joinguard etcd promote 10.0.0.10:6443 --token abcdef.0123456789abcdef \\
+      --discovery-token-ca-cert-hash sha256:<hex> --certificate-key <hex> --node-name cp-2
+  # Or with the members and an identity given:
   joinguard etcd promote --cert-dir /etc/kubernetes/pki --node-name cp-2 \\
       --etcd-endpoints https://10.0.0.11:2379,https://10.0.0.12:2379
   # then: kubeadm join phase control-plane-join mark-control-plane
@@ -254,6 +291,8 @@ Exit codes: 0 promoted or already a voter, 1 not promoted (the message says why)
 
 const CLEANUP_EXAMPLES: &str = "\
 Examples:
+  # Before a retried join (Cluster API preKubeadmCommands), from the join's own config:
+  joinguard etcd cleanup --config /run/kubeadm/kubeadm-join-config.yaml
   # What would be removed (nothing is changed):
   joinguard etcd cleanup --dry-run --cert-dir /etc/kubernetes/pki --node-name cp-2 \\
       --etcd-endpoints https://10.0.0.11:2379

@@ -62,10 +62,23 @@ fn resolve(
             say(&format!("[{cmd}] WARNING: --config: {w}"));
         }
     }
-    let node_name = a
+    let mut node_name = a
         .node_name
         .clone()
         .or_else(|| join.as_ref().and_then(|j| j.node_name.clone()));
+    if node_name.is_none() && a.apiserver_advertise_address.is_none() && a.token.is_some() {
+        // kubeadm join names the node (and its etcd member) after the hostname by default.
+        node_name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty());
+        if let Some(n) = &node_name {
+            say(&format!(
+                "[{cmd}] this node's name: {n} (the hostname, kubeadm join's default; \
+                 --node-name overrides it)"
+            ));
+        }
+    }
     let address = a.apiserver_advertise_address.or_else(|| {
         join.as_ref()
             .and_then(|j| j.local_api_endpoint)
@@ -127,25 +140,46 @@ fn discovered(
     a: &EtcdMemberArgs,
     timeout: Duration,
 ) -> Result<EtcdAccess, Stopped> {
-    let Some(config) = &a.config else {
+    if a.config.is_none() && a.token.is_none() {
         return Err(Stopped::Invalid(format!(
-            "{cmd} needs the etcd members: --etcd-endpoints URL[,URL...], or --config with the \
-             join's JoinConfiguration (token discovery then finds the members and the etcd CA, as \
-             preflight does)"
+            "{cmd} needs the etcd members: --etcd-endpoints URL[,URL...], --config with the \
+             join's JoinConfiguration, or the join line (API_SERVER_ENDPOINT --token ... \
+             --discovery-token-ca-cert-hash ...); token discovery then finds the members and \
+             the etcd CA, as preflight does"
         )));
-    };
+    }
     if a.etcd_cacert.is_some() || a.etcd_cert.is_some() {
         return Err(Stopped::Invalid(format!(
             "{cmd}: --etcd-cacert, --etcd-cert and --etcd-key go with --etcd-endpoints; with \
-             --config alone the etcd CA comes from the cluster"
+             --config or the join line the etcd CA comes from the cluster"
         )));
     }
-    let mut given = vec!["config".to_string()];
-    if a.cert_dir.is_some() {
-        given.push("cert-dir".into());
-    }
+    // The kubeadm flags given, for kubeadm's rule on --config beside them.
+    let given = [
+        (a.config.is_some(), "config"),
+        (a.cert_dir.is_some(), "cert-dir"),
+        (a.token.is_some(), "token"),
+        (
+            !a.discovery_token_ca_cert_hash.is_empty(),
+            "discovery-token-ca-cert-hash",
+        ),
+        (
+            a.discovery_token_unsafe_skip_ca_verification,
+            "discovery-token-unsafe-skip-ca-verification",
+        ),
+        (a.certificate_key.is_some(), "certificate-key"),
+    ]
+    .into_iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, f)| f.to_string())
+    .collect();
     let spec = PreflightSpec {
-        config: Some(config.clone()),
+        api_server_endpoint: a.api_server_endpoint.clone(),
+        config: a.config.clone(),
+        token: a.token.clone(),
+        discovery_token_ca_cert_hash: a.discovery_token_ca_cert_hash.clone(),
+        discovery_token_unsafe_skip_ca_verification: a.discovery_token_unsafe_skip_ca_verification,
+        certificate_key: a.certificate_key.clone(),
         control_plane: true,
         cert_dir: a.cert_dir.clone(),
         no_bandwidth: true,

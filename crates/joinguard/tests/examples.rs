@@ -174,6 +174,54 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
     assert!(sum < run);
     assert!(pre[sum].ends_with("|| exit 1"));
 
+    // etcd cleanup after preflight, on joins only, from the join's own config: no --etcd-*
+    // flag, nothing the node does not have before its join.
+    const JOIN_CONFIG: &str = "/run/kubeadm/kubeadm-join-config.yaml";
+    let etcd_args = |c: &str| -> joinguard::cli::EtcdMemberArgs {
+        let cmds = joinguard_commands(c);
+        assert_eq!(cmds.len(), 1, "{c}");
+        match Cli::try_parse_from(&cmds[0]).unwrap().command {
+            Command::Etcd(joinguard::cli::EtcdCommand::Cleanup(a)) => a.member,
+            Command::Etcd(joinguard::cli::EtcdCommand::Promote(a)) => a.member,
+            other => panic!("not an etcd command: {other:?}"),
+        }
+    };
+    let cleanup = pre
+        .iter()
+        .position(|c| c.contains("joinguard etcd cleanup"))
+        .expect("an etcd cleanup command");
+    assert!(run < cleanup, "cleanup runs after the preflight verdict");
+    assert!(pre[cleanup].starts_with("if [ -f /run/kubeadm/kubeadm-join-config.yaml ]"));
+    assert!(pre[cleanup].contains("|| exit 1"), "{}", pre[cleanup]);
+    let post: Vec<&str> = spec["postKubeadmCommands"]
+        .as_array()
+        .expect("postKubeadmCommands is a list")
+        .iter()
+        .map(|v| v.as_str().expect("each command is a string"))
+        .collect();
+    let promote = post
+        .iter()
+        .find(|c| c.contains("joinguard etcd promote"))
+        .expect("an etcd promote command");
+    // Only on a join that did not succeed (CABPK writes the sentinel after `kubeadm join`).
+    assert!(
+        promote.contains("[ ! -f /run/cluster-api/bootstrap-success.complete ]"),
+        "{promote}"
+    );
+    assert!(
+        promote.contains("&& kubeadm join phase control-plane-join mark-control-plane"),
+        "{promote}"
+    );
+    for c in [pre[cleanup], promote] {
+        let a = etcd_args(c);
+        assert_eq!(a.config.as_deref(), Some(Path::new(JOIN_CONFIG)), "{c}");
+        assert!(
+            a.etcd_endpoints.is_empty() && a.etcd_cacert.is_none(),
+            "{c}"
+        );
+        assert!(a.etcd_cert.is_none() && a.cert_dir.is_none(), "{c}");
+    }
+
     // What Cluster API renders from joinConfiguration loads with joinguard's reader.
     let mut join = spec["joinConfiguration"].clone();
     let m = join.as_object_mut().unwrap();

@@ -792,6 +792,28 @@ fn etcd_cleanup_from_the_join_config_alone() {
     assert!(run.stdout.contains("dry run: would remove"), "{run}");
     assert!(run.stdout.contains(&id), "{run}");
 
+    // The same from kubeadm's join line, with no --config and no --etcd-* flag.
+    let api = env.api().addr().to_string();
+    let pin = env.fixture().ca_pin.clone();
+    let run = env.run([
+        "etcd",
+        "cleanup",
+        api.as_str(),
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        pin.as_str(),
+        "--certificate-key",
+        CERT_KEY,
+        "--node-name",
+        "joiner",
+        "--dry-run",
+    ]);
+    eprintln!("{run}");
+    run.assert_exit(0);
+    assert!(run.stdout.contains("dry run: would remove"), "{run}");
+    assert!(run.stdout.contains(&id), "{run}");
+
     let run = env.run(["etcd", "cleanup", "--config", &config, "-o", "json"]);
     eprintln!("{run}");
     run.assert_exit(0);
