@@ -3,21 +3,36 @@
 
 use std::time::Duration;
 
-/// A duration that could not be read.
+/// The longest duration any flag or config field takes: a day. A deadline, a wait or an interval
+/// beyond it is a typo (`--timeout 500000000y`), and one far beyond it would overflow the clock
+/// arithmetic of the deadline it sets.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// A duration that could not be read, or that no input of joinguard takes.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("`{text}` is not a duration like 100ms, 30s or 5m ({source})")]
-pub struct DurationError {
-    pub text: String,
-    #[source]
-    pub source: humantime::DurationError,
+pub enum DurationError {
+    #[error("`{text}` is not a duration like 100ms, 30s or 5m ({source})")]
+    Unreadable {
+        text: String,
+        #[source]
+        source: humantime::DurationError,
+    },
+    #[error("`{text}` is longer than 24h, the longest duration joinguard takes")]
+    TooLong { text: String },
 }
 
-/// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`.
+/// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`; at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
-    humantime::parse_duration(s).map_err(|source| DurationError {
+    let d = humantime::parse_duration(s).map_err(|source| DurationError::Unreadable {
         text: s.to_string(),
         source,
-    })
+    })?;
+    if d > MAX_DURATION {
+        return Err(DurationError::TooLong {
+            text: s.to_string(),
+        });
+    }
+    Ok(d)
 }
 
 /// A Go `time.Duration` string as metav1.Duration prints and parses it: `40s`, `2m0s`, `1h`,
@@ -55,4 +70,24 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
         rest = tail;
     }
     Duration::try_from_secs_f64(total).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_past_a_day_are_refused_with_the_limit() {
+        assert_eq!(parse_duration("24h"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        for long in ["500000000y", "25h", "2days"] {
+            let e = parse_duration(long).unwrap_err();
+            assert!(matches!(e, DurationError::TooLong { .. }), "{long}: {e}");
+            assert!(e.to_string().contains("longer than 24h"), "{e}");
+        }
+        assert!(matches!(
+            parse_duration("soon"),
+            Err(DurationError::Unreadable { .. })
+        ));
+    }
 }

@@ -104,7 +104,7 @@ pub enum JwsError {
     Header,
     #[error("the JWS algorithm is {0}, not HS256")]
     Algorithm(String),
-    #[error("the JWS key id is not this token's id")]
+    #[error("the JWS key id (kid) is missing or not this token's id")]
     KeyId,
     #[error("the JWS signature is not base64url")]
     SignatureEncoding,
@@ -375,7 +375,10 @@ pub fn verify_detached_jws(
     if header_json["alg"] != "HS256" {
         return Err(JwsError::Algorithm(header_json["alg"].to_string()));
     }
-    if header_json.get("kid").is_some_and(|k| k != token.id()) {
+    // Required, and this token's: the bootstrap signer always sets it, and kubeadm compares the
+    // whole detached JWS it recomputes with `kid` = the token id (`DetachedTokenIsValid`,
+    // k8s.io/cluster-bootstrap/token/jws), so a header without it never verifies there either.
+    if header_json.get("kid").and_then(Value::as_str) != Some(token.id()) {
         return Err(JwsError::KeyId);
     }
     let sig = URL_SAFE_NO_PAD
@@ -493,6 +496,27 @@ mod tests {
             .to_string()
             .contains("key id"));
         assert!(verify_detached_jws("a.b.c", "x", &token()).is_err());
+    }
+
+    /// A signature with the right secret but no `kid` is refused: kubeadm would refuse it too.
+    #[test]
+    fn a_detached_jws_without_a_key_id_is_refused() {
+        let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"HS256"}"#);
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"0123456789abcdef");
+        let content = "kubeconfig text";
+        let sig = ring::hmac::sign(
+            &key,
+            format!("{header}.{}", URL_SAFE_NO_PAD.encode(content)).as_bytes(),
+        );
+        let jws = format!("{header}..{}", URL_SAFE_NO_PAD.encode(sig.as_ref()));
+        let e = verify_detached_jws(&jws, content, &token()).unwrap_err();
+        assert!(matches!(e, JwsError::KeyId), "{e}");
+        let numeric = URL_SAFE_NO_PAD.encode(r#"{"alg":"HS256","kid":7}"#);
+        let jws = format!("{numeric}..{}", URL_SAFE_NO_PAD.encode(sig.as_ref()));
+        assert!(matches!(
+            verify_detached_jws(&jws, content, &token()),
+            Err(JwsError::KeyId)
+        ));
     }
 
     #[test]

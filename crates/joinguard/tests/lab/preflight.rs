@@ -508,6 +508,15 @@ fn preflight_bad_input_gets_exit_2_naming_the_flag() {
             ],
             "--timeout",
         ),
+        (
+            vec![
+                "--etcd-endpoints",
+                "https://198.18.0.2:2379",
+                "--timeout",
+                "500000000y",
+            ],
+            "longer than 24h",
+        ),
         (vec![], "nothing to check"),
     ];
     for (args, want) in cases {
