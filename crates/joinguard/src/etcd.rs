@@ -51,6 +51,15 @@ fn resolve(
     a: &EtcdMemberArgs,
     need_node: bool,
 ) -> Result<Resolved, Stopped> {
+    // The files first: a directory that is not there is the first thing to fix.
+    if let Some(dir) = a.cert_dir.as_deref().filter(|d| !d.is_dir()) {
+        return Err(Stopped::Invalid(format!(
+            "{} {}: not a directory; expected kubeadm's certificate directory \
+             (/etc/kubernetes/pki, with etcd/ca.crt)",
+            named(Input::CertDir),
+            dir.display()
+        )));
+    }
     let join = a
         .config
         .as_deref()
