@@ -492,8 +492,8 @@ pub enum CertSource<'a> {
 }
 
 /// A client certificate (clientAuth, CN `cn`, O `org`), signed by `ca` with the CA key's own
-/// algorithm (RSA PKCS#1 v1.5 SHA-256, ECDSA P-256/SHA-256, P-384/SHA-384, Ed25519), valid from 5
-/// minutes ago for `lifetime`. The leaf key is a fresh ECDSA P-256 key (ring generates no RSA),
+/// algorithm (RSA PKCS#1 v1.5 SHA-256, ECDSA P-256/SHA-256, P-384/SHA-384, Ed25519), valid from
+/// [`CLOCK_SKEW`] ago until `lifetime` from now. The leaf key is a fresh ECDSA P-256 key (ring generates no RSA),
 /// returned as PKCS#8 PEM.
 pub(crate) fn mint_client(
     ca: &SigningCa,
@@ -524,7 +524,7 @@ pub(crate) fn mint_client(
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let now = SystemTime::now();
-    params.not_before = (now - Duration::from_secs(300)).into();
+    params.not_before = (now - CLOCK_SKEW).into();
     params.not_after = (now + lifetime).into();
     let cert = params
         .signed_by(&key, &issuer)
@@ -534,6 +534,10 @@ pub(crate) fn mint_client(
         Zeroizing::new(key.serialize_pem().into_bytes()),
     ))
 }
+
+/// How far before now a minted certificate is valid from: room for a member's clock a little
+/// behind this node's, and no more (five minutes made a 5-minute certificate valid for 10).
+pub const CLOCK_SKEW: Duration = Duration::from_secs(30);
 
 /// Lifetime of the admin certificate minted to list the etcd pods: one request.
 pub const ADMIN_LIFETIME: Duration = Duration::from_secs(300);
@@ -749,6 +753,33 @@ mod tests {
             let leaf = PrivateKey::from_pem(&key, None).unwrap();
             assert_eq!(leaf.algorithm(), crate::key::KeyAlgorithm::EcdsaP256);
         }
+    }
+
+    /// A minted certificate is valid from 30 s ago until its lifetime from now: no wider.
+    #[test]
+    fn a_minted_certificate_is_valid_for_its_lifetime_and_30_s_of_skew() {
+        use netlab::pki::{KeyProfile, TestCa};
+        let ca = TestCa::with_profile("etcd-ca", KeyProfile::ECDSA_P256).unwrap();
+        let signing = SigningCa::parse(
+            "etcd/ca.crt",
+            ca.cert_pem().as_bytes(),
+            "etcd/ca.key",
+            ca.key_pem().as_bytes(),
+            None,
+        )
+        .unwrap();
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let (cert, _) = mint_client(&signing, "joinguard-preflight", None, ADMIN_LIFETIME).unwrap();
+        use rustls_pki_types::pem::PemObject;
+        let der = rustls_pki_types::CertificateDer::from_pem_slice(&cert).unwrap();
+        let (_, x) = x509_parser::parse_x509_certificate(&der).unwrap();
+        let from = x.validity().not_before.timestamp();
+        let until = x.validity().not_after.timestamp();
+        assert!((now - from - 30).abs() <= 2, "not before {from}, now {now}");
+        assert_eq!(until - from, 30 + ADMIN_LIFETIME.as_secs() as i64);
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl ApiClient {
     }
 
     /// A client for `server` (`https://host:port`) with the given TLS set-up and, optionally, a
-    /// bearer token. Discovery uses it with [`TlsClient::unverified`] for its first fetch.
+    /// bearer token. Discovery uses it with an unverified `TlsClient` for its first fetch.
     pub fn with_tls(
         server: &str,
         tls: TlsClient,

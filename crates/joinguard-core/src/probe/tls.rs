@@ -315,6 +315,13 @@ impl ResolvesClientCert for ObservingResolver {
 
 /// How to open TLS sessions to one kind of target: the trust anchors, the client identity to
 /// present (if any) and the ALPN protocols to offer.
+///
+/// A client that accepts any server certificate is not part of the API: only token discovery's
+/// first, JWS-authenticated fetch of cluster-info builds one, inside the crate.
+///
+/// ```compile_fail
+/// let _ = joinguard_core::probe::tls::TlsClient::unverified(&[b"http/1.1"]);
+/// ```
 #[derive(Clone)]
 pub struct TlsClient {
     verifier: Arc<dyn ServerCertVerifier>,
@@ -354,7 +361,7 @@ impl TlsClient {
     /// A client that accepts any server certificate (the handshake signatures are still
     /// checked). Only for kubeadm's token discovery, whose first fetch of `cluster-info` is
     /// deliberately unverified: its content is authenticated by the JWS and the CA pin instead.
-    pub fn unverified(alpn: &[&[u8]]) -> Self {
+    pub(crate) fn unverified(alpn: &[&[u8]]) -> Self {
         TlsClient {
             verifier: Arc::new(AcceptAnyServerCert),
             identity: None,
