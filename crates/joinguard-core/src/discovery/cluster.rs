@@ -274,8 +274,58 @@ pub struct EtcdMaterial {
     pub minted: bool,
     /// The CA key that signed the minted certificate, e.g. `RSA-2048 PKCS#1`.
     pub ca_key: Option<String>,
-    /// The cluster CA and its key (`ca.crt`, `ca.key`), when kubeadm-certs has them.
-    cluster_ca: Option<std::sync::Arc<SigningCa>>,
+    /// The cluster CA and its key (`ca.crt`, `ca.key`), for the admin certificate minted when
+    /// the etcd members are unknown.
+    cluster_ca: ClusterCa,
+}
+
+/// Where the cluster CA and its key are, for the one case that mints with them.
+#[derive(Clone, Default)]
+enum ClusterCa {
+    #[default]
+    None,
+    /// Decrypted from kubeadm-certs, in memory already.
+    Loaded(std::sync::Arc<SigningCa>),
+    /// In `--cert-dir`: `ca.key` is read only when an admin certificate is minted.
+    OnDisk(std::path::PathBuf),
+}
+
+impl ClusterCa {
+    #[cfg(test)]
+    fn is_some(&self) -> bool {
+        !matches!(self, ClusterCa::None)
+    }
+
+    /// The CA to mint with; reads `ca.crt` and `ca.key` from disk now if that is where they are
+    /// (`None` when the directory has no cluster CA key: a node given only the etcd CA).
+    fn load(&self) -> Result<Option<std::sync::Arc<SigningCa>>, CaError> {
+        match self {
+            ClusterCa::None => Ok(None),
+            ClusterCa::Loaded(ca) => Ok(Some(ca.clone())),
+            ClusterCa::OnDisk(dir) => {
+                let (cp, kp) = (dir.join("ca.crt"), dir.join("ca.key"));
+                let read = |path: &std::path::Path| match crate::limits::read_file(path) {
+                    Ok(b) => Ok(Some(Zeroizing::new(b))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(source) => Err(CaError::Unreadable {
+                        path: path.to_owned(),
+                        source,
+                    }),
+                };
+                let (Some(c), Some(k)) = (read(&cp)?, read(&kp)?) else {
+                    return Ok(None);
+                };
+                let ca = SigningCa::parse(
+                    &cp.display().to_string(),
+                    &c,
+                    &kp.display().to_string(),
+                    &k,
+                    Some(&kp),
+                )?;
+                Ok(Some(std::sync::Arc::new(ca)))
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for EtcdMaterial {
@@ -376,7 +426,10 @@ pub fn etcd_material(
             _ => Ok(None),
         }
     };
-    let cluster_ca = signing_ca("ca.crt", "ca.key")?.map(std::sync::Arc::new);
+    let cluster_ca = match signing_ca("ca.crt", "ca.key")? {
+        Some(ca) => ClusterCa::Loaded(std::sync::Arc::new(ca)),
+        None => ClusterCa::None,
+    };
     if let (Some(ca), Some(cert), Some(k)) = (
         entry("external-etcd-ca.crt")?,
         entry("external-etcd.crt")?,
@@ -456,10 +509,8 @@ pub fn etcd_material_from_dir(dir: &std::path::Path) -> Result<EtcdMaterial, CaE
         unreachable!("required files are Some or an error");
     };
     let etcd_ca = parse("etcd/ca.crt", "etcd/ca.key", &ca, &ca_key)?;
-    let cluster_ca = match (read("ca.crt", false)?, read("ca.key", false)?) {
-        (Some(c), Some(k)) => Some(std::sync::Arc::new(parse("ca.crt", "ca.key", &c, &k)?)),
-        _ => None,
-    };
+    // The cluster CA key is read only if an admin certificate is minted with it.
+    let cluster_ca = ClusterCa::OnDisk(dir.to_owned());
     let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
         .map_err(|source| CaError::Mint {
         name: dir.join("etcd/ca.key").display().to_string(),
@@ -606,7 +657,15 @@ pub async fn read_cluster(
     };
     let stacked_unknown =
         facts.external_etcd.is_empty() && facts.control_plane_addresses.is_empty();
-    if let (true, Some(ca)) = (stacked_unknown, &material.cluster_ca) {
+    let cluster_ca = if stacked_unknown {
+        material
+            .cluster_ca
+            .load()
+            .map_err(|e| DiscoveryError::Input(e.to_string()))?
+    } else {
+        None
+    };
+    if let Some(ca) = &cluster_ca {
         let (cert, key) = mint_client(
             ca,
             "joinguard-preflight",
@@ -755,6 +814,24 @@ mod tests {
         }
     }
 
+    /// `--cert-dir` reads the cluster CA key only when it mints an admin certificate with it:
+    /// a damaged (or unreadable) `ca.key` does not stop a run that never needs it, and is named
+    /// when one does.
+    #[test]
+    fn the_cluster_ca_key_is_read_only_to_mint() {
+        use netlab::pki::{KeyProfile, KubeadmPki};
+        let dir = tempfile::tempdir().unwrap();
+        KubeadmPki::with_profile(KeyProfile::ECDSA_P256)
+            .unwrap()
+            .write_shared(dir.path())
+            .unwrap();
+        std::fs::write(dir.path().join("ca.key"), "not a key").unwrap();
+        let m = etcd_material_from_dir(dir.path()).expect("the etcd identity needs no ca.key");
+        assert!(m.minted && m.cluster_ca.is_some());
+        let e = m.cluster_ca.load().err().expect("minting reads ca.key");
+        assert!(e.to_string().contains("ca.key"), "{e}");
+    }
+
     /// A minted certificate is valid from 30 s ago until its lifetime from now: no wider.
     #[test]
     fn a_minted_certificate_is_valid_for_its_lifetime_and_30_s_of_skew() {
@@ -858,7 +935,7 @@ mod tests {
         no_ca_key.retain(|(n, _)| *n != "ca.key");
         no_ca_key.push(("ca.key", b""));
         let m = etcd_material(&sealed_secret(&no_ca_key, &key), &key, &key_name()).unwrap();
-        assert!(m.cluster_ca.is_none());
+        assert!(!m.cluster_ca.is_some());
 
         let encrypted = std::fs::read(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
