@@ -828,7 +828,9 @@ mod tests {
         std::fs::write(dir.path().join("ca.key"), "not a key").unwrap();
         let m = etcd_material_from_dir(dir.path()).expect("the etcd identity needs no ca.key");
         assert!(m.minted && m.cluster_ca.is_some());
-        let e = m.cluster_ca.load().err().expect("minting reads ca.key");
+        let Err(e) = m.cluster_ca.load() else {
+            panic!("minting reads ca.key");
+        };
         assert!(e.to_string().contains("ca.key"), "{e}");
     }
 
