@@ -381,7 +381,10 @@ impl Step<'_> {
                 recorder,
                 wake,
                 || c.get(CONFIG_MAP_PATH, policy.per_attempt),
-                |cm: &mut Value| set_api_endpoint(cm, &input.node_name, endpoint),
+                |cm: &mut Value| {
+                    require_resource_version(cm, "kube-system/kubeadm-config")?;
+                    set_api_endpoint(cm, &input.node_name, endpoint)
+                },
                 |cm| async move { c.update(CONFIG_MAP_PATH, &cm, policy.per_attempt).await },
             )
             .await
@@ -433,7 +436,10 @@ impl Step<'_> {
                     recorder,
                     wake,
                     || c.get(path, policy.per_attempt),
-                    mark_control_plane,
+                    |node: &mut Value| {
+                        require_resource_version(node, path)?;
+                        mark_control_plane(node)
+                    },
                     |node| async move { c.update(path, &node, policy.per_attempt).await },
                 )
                 .await
@@ -481,9 +487,13 @@ async fn create_or_update(
             match have {
                 Some(h) if same(h, want) => return Ok(Changed::No),
                 Some(h) => {
+                    require_resource_version(h, path)?;
+                    let h = h
+                        .as_object_mut()
+                        .ok_or_else(|| malformed(path, "the server's answer is not an object"))?;
                     for (k, v) in want.as_object().into_iter().flatten() {
                         if k != "metadata" && k != "apiVersion" && k != "kind" {
-                            h[k] = v.clone();
+                            h.insert(k.clone(), v.clone());
                         }
                     }
                 }
@@ -580,23 +590,78 @@ pub fn set_api_endpoint(
     Ok(Changed::Yes)
 }
 
+/// An object the server sent that is not what Kubernetes writes: a permanent error (422), never
+/// retried, never "fixed" by writing over it.
+fn malformed(what: &str, why: &str) -> ApiCallError {
+    ApiCallError::Status(ApiError {
+        status: 422,
+        reason: Some("Invalid".into()),
+        message: format!("{what}: {why}; not changing it"),
+        retry_after: None,
+    })
+}
+
+/// A replace (PUT) is conditional on the `resourceVersion` read: without one it would overwrite
+/// whatever is there now, so an object that came back without it is not written.
+fn require_resource_version(obj: &Value, what: &str) -> Result<(), ApiCallError> {
+    match obj
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        Some(rv) if !rv.is_empty() => Ok(()),
+        _ => Err(malformed(
+            what,
+            "the server's answer has no metadata.resourceVersion, so a replace could overwrite a \
+             concurrent change",
+        )),
+    }
+}
+
+/// `obj[key]` as a JSON object, made when missing or null; an error (never a panic) when the
+/// server put something else there.
+fn object_field<'a>(
+    obj: &'a mut Value,
+    key: &str,
+    what: &str,
+) -> Result<&'a mut serde_json::Map<String, Value>, ApiCallError> {
+    let map = obj
+        .as_object_mut()
+        .ok_or_else(|| malformed(what, "the server's answer is not an object"))?;
+    let field = map.entry(key).or_insert(Value::Null);
+    if field.is_null() {
+        *field = json!({});
+    }
+    field
+        .as_object_mut()
+        .ok_or_else(|| malformed(what, &format!("`{key}` is not an object")))
+}
+
 /// Adds the control-plane label and `NoSchedule` taint to a Node, keeping every other label and
-/// taint (kubeadm's `markControlPlaneNode`).
+/// taint (kubeadm's `markControlPlaneNode`). A Node whose fields are not what Kubernetes writes
+/// is an error, not a panic.
 pub(crate) fn mark_control_plane(node: &mut Value) -> Result<Changed, ApiCallError> {
+    const WHAT: &str = "the Node";
     let mut changed = Changed::No;
-    let labels = &mut node["metadata"]["labels"];
+    let metadata = object_field(node, "metadata", WHAT)?;
+    let labels = metadata.entry("labels").or_insert(Value::Null);
     if labels.is_null() {
         *labels = json!({});
     }
+    let labels = labels
+        .as_object_mut()
+        .ok_or_else(|| malformed(WHAT, "metadata.labels is not an object"))?;
     if labels.get(CONTROL_PLANE_ROLE) != Some(&json!("")) {
-        labels[CONTROL_PLANE_ROLE] = json!("");
+        labels.insert(CONTROL_PLANE_ROLE.to_string(), json!(""));
         changed = Changed::Yes;
     }
-    let taints = &mut node["spec"]["taints"];
-    if !taints.is_array() {
+    let spec = object_field(node, "spec", WHAT)?;
+    let taints = spec.entry("taints").or_insert(Value::Null);
+    if taints.is_null() {
         *taints = json!([]);
     }
-    let list = taints.as_array_mut().expect("just made an array");
+    let list = taints
+        .as_array_mut()
+        .ok_or_else(|| malformed(WHAT, "spec.taints is not a list"))?;
     let has = list.iter().any(|t| {
         t.get("key") == Some(&json!(CONTROL_PLANE_ROLE))
             && t.get("effect") == Some(&json!("NoSchedule"))
@@ -623,6 +688,60 @@ mod tests {
     }
 
     const STATUS: &str = "apiEndpoints:\n  cp-1:\n    advertiseAddress: 10.0.0.11\n    bindPort: 6443\napiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterStatus\n";
+
+    /// Whatever the server sends as a Node, marking it is an answer, never a panic: the
+    /// malformed shapes are refused with the field named.
+    #[test]
+    fn a_malformed_node_is_refused_not_a_panic() {
+        for (node, field) in [
+            (json!("a string"), "not an object"),
+            (json!([1, 2]), "not an object"),
+            (json!({"metadata": "x"}), "`metadata` is not an object"),
+            (json!({"metadata": {"labels": ["a"]}}), "metadata.labels"),
+            (
+                json!({"metadata": {}, "spec": 7}),
+                "`spec` is not an object",
+            ),
+            (
+                json!({"metadata": {}, "spec": {"taints": "x"}}),
+                "spec.taints",
+            ),
+        ] {
+            let mut n = node.clone();
+            let e = mark_control_plane(&mut n).unwrap_err();
+            assert!(e.to_string().contains(field), "{node}: {e}");
+        }
+        // Missing or null fields are made, as kubeadm's mutator makes them.
+        let mut n = json!({"metadata": {"name": "cp-2", "labels": null}});
+        assert_eq!(mark_control_plane(&mut n).unwrap(), Changed::Yes);
+        assert_eq!(n["spec"]["taints"][0]["effect"], "NoSchedule");
+    }
+
+    /// A replace needs the resourceVersion it read; an answer without one is not written over.
+    #[test]
+    fn an_object_without_a_resource_version_is_not_replaced() {
+        for obj in [
+            json!({"metadata": {"name": "x"}}),
+            json!({"metadata": {"resourceVersion": ""}}),
+            json!({"metadata": {"resourceVersion": 5}}),
+            json!("x"),
+        ] {
+            let e = require_resource_version(&obj, "kube-system/kubeadm-config").unwrap_err();
+            let ApiCallError::Status(e) = e else {
+                panic!("{obj}: not a status error")
+            };
+            assert_eq!(e.status, 422, "{obj}");
+            assert!(
+                e.message.contains("no metadata.resourceVersion"),
+                "{}",
+                e.message
+            );
+        }
+        assert!(
+            require_resource_version(&json!({"metadata": {"resourceVersion": "1234"}}), "x")
+                .is_ok()
+        );
+    }
 
     #[test]
     fn sets_one_endpoint_and_keeps_the_rest() {
