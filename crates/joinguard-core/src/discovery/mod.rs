@@ -277,11 +277,11 @@ pub async fn discover(
     let content = |e: ClusterInfoError| {
         DiscoveryError::Trust(TrustFailure::new(TrustFailureKind::Content, e.to_string()))
     };
-    let (server, ca_pem) = cluster_of(&kubeconfig).map_err(content)?;
-    let unverified = match trust {
-        CaTrust::UnsafeSkip => true,
+    let (server, bundle) = cluster_of(&kubeconfig).map_err(content)?;
+    let (ca_pem, unverified) = match trust {
+        CaTrust::UnsafeSkip => (bundle, true),
         CaTrust::Pins(pins) => {
-            let got = spki_pins(&ca_pem).map_err(content)?;
+            let got = spki_pins(&bundle).map_err(content)?;
             if !got.iter().any(|g| pins.contains(g)) {
                 return Err(DiscoveryError::Trust(TrustFailure::new(
                     TrustFailureKind::CaPin,
@@ -295,7 +295,9 @@ pub async fn discover(
                     ),
                 )));
             }
-            false
+            // Only the certificates a pin vouches for become trust anchors: another CA in the
+            // bundle was signed over by the token, not pinned by the operator.
+            (pinned_only(&bundle, pins).map_err(content)?, false)
         }
     };
 
@@ -428,6 +430,28 @@ pub fn spki_pins(ca_pem: &[u8]) -> Result<Vec<[u8; 32]>, ClusterInfoError> {
     Ok(out)
 }
 
+/// The certificates of a PEM bundle whose public key hash is among `pins`, as PEM.
+fn pinned_only(bundle: &[u8], pins: &[[u8; 32]]) -> Result<Vec<u8>, ClusterInfoError> {
+    use base64::engine::general_purpose::STANDARD;
+    use rustls_pki_types::pem::PemObject;
+    let mut out = Vec::new();
+    let ders = rustls_pki_types::CertificateDer::pem_slice_iter(bundle);
+    for (der, pin) in ders.zip(spki_pins(bundle)?) {
+        let der = der.map_err(ClusterInfoError::CaPem)?;
+        if !pins.contains(&pin) {
+            continue;
+        }
+        let b64 = STANDARD.encode(der.as_ref());
+        out.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
+        for line in b64.as_bytes().chunks(64) {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b"-----END CERTIFICATE-----\n");
+    }
+    Ok(out)
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -496,6 +520,31 @@ mod tests {
             .to_string()
             .contains("key id"));
         assert!(verify_detached_jws("a.b.c", "x", &token()).is_err());
+    }
+
+    /// In pin mode only the pinned certificates of cluster-info's bundle become trust anchors.
+    #[test]
+    fn only_pinned_certificates_of_the_bundle_are_trusted() {
+        let a = netlab::pki::TestCa::new("cluster-ca").unwrap();
+        let b = netlab::pki::TestCa::new("other-ca").unwrap();
+        let bundle = format!("{}{}", a.cert_pem(), b.cert_pem());
+        let pins = spki_pins(bundle.as_bytes()).unwrap();
+        assert_eq!(pins.len(), 2);
+        let (pa, pb) = (pins[0], pins[1]);
+        let only_a = pinned_only(bundle.as_bytes(), &[pa]).unwrap();
+        assert_eq!(spki_pins(&only_a).unwrap(), vec![pa]);
+        let only_b = pinned_only(bundle.as_bytes(), &[pb, [0; 32]]).unwrap();
+        assert_eq!(spki_pins(&only_b).unwrap(), vec![pb]);
+        // The anchors are the very certificates the server sent.
+        let der = |pem: &[u8]| {
+            use rustls_pki_types::pem::PemObject;
+            rustls_pki_types::CertificateDer::pem_slice_iter(pem)
+                .map(|d| d.unwrap().as_ref().to_vec())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(der(&only_a), der(a.cert_pem().as_bytes()));
+        let both = pinned_only(bundle.as_bytes(), &[pb, pa]).unwrap();
+        assert_eq!(spki_pins(&both).unwrap(), vec![pa, pb]);
     }
 
     /// A signature with the right secret but no `kid` is refused: kubeadm would refuse it too.
