@@ -616,6 +616,17 @@ impl MemberClient {
             .call(self.timeout, async |c| c.lease_grant(ttl_secs, None).await)
             .await?;
         let lease_id = lease.id();
+        if let Err(why) = check_lease(lease_id, lease.ttl(), ttl_secs) {
+            // Nothing is written under a lease we cannot account for; give it back if we can.
+            if lease_id > 0 {
+                let _ = self
+                    .call(self.timeout, async |c| c.lease_revoke(lease_id).await)
+                    .await;
+            }
+            return Err(EtcdFailure::Protocol(format!(
+                "write probe: {why}; nothing was written"
+            )));
+        }
         let key = format!(
             "{PREFLIGHT_PREFIX}{}/{:016x}",
             sanitize_node(node),
@@ -753,6 +764,24 @@ fn sanitize_node(node: &str) -> String {
     }
 }
 
+/// Whether a granted lease is the one asked for: a positive id, and a TTL from the request up to
+/// what etcd may raise it to. etcd raises a TTL below its minimum, 1.5 x the election timeout
+/// (`minTTL` in `server/lease/lessor.go`), so a 10 s request may come back larger on a cluster
+/// with a long election timeout, never above 75 s (etcd's election timeout is at most 50 s).
+pub(crate) fn check_lease(id: i64, granted_ttl: i64, requested_ttl: i64) -> Result<(), String> {
+    const MAX_RAISED: i64 = 75;
+    if id <= 0 {
+        return Err(format!("etcd granted lease id {id}, not a lease"));
+    }
+    if granted_ttl <= 0 || granted_ttl > requested_ttl.max(MAX_RAISED) {
+        return Err(format!(
+            "etcd granted lease {id:x} a TTL of {granted_ttl} s for the {requested_ttl} s asked \
+             (etcd raises a short TTL to at most 75 s)"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -762,5 +791,24 @@ mod tests {
         assert_eq!(sanitize_node("cp-1.example"), "cp-1.example");
         assert_eq!(sanitize_node("a/b c"), "a_b_c");
         assert_eq!(sanitize_node(""), "unknown-node");
+    }
+
+    #[test]
+    fn a_lease_is_checked_before_anything_is_written_under_it() {
+        assert!(check_lease(0x1234, 10, 10).is_ok());
+        // etcd's minTTL raise (1.5 x a long election timeout).
+        assert!(check_lease(0x1234, 15, 10).is_ok());
+        assert!(check_lease(0x1234, 75, 10).is_ok());
+        for (id, ttl) in [
+            (0, 10),
+            (-5, 10),
+            (0x1234, 0),
+            (0x1234, -1),
+            (0x1234, 76),
+            (7, 3600),
+        ] {
+            let e = check_lease(id, ttl, 10).unwrap_err();
+            assert!(e.contains("granted"), "{id} {ttl}: {e}");
+        }
     }
 }
