@@ -717,17 +717,25 @@ async fn member_list_loop(
             Some(members) => {
                 let mut planned = fixed.clone();
                 let mut urls = Vec::new();
-                for m in &members {
-                    for t in member_targets(m) {
-                        if t.kind == TargetKind::EtcdClient {
-                            urls.push(t.url());
-                        }
-                        planned.push(Planned {
-                            name: config::default_name(&t),
-                            how: cluster_tls.how(&t),
-                            target: t,
-                        });
+                let (targets, dropped) = member_list_targets(&members);
+                if dropped > 0 {
+                    warn!(
+                        members = members.len(),
+                        dropped,
+                        cap = MAX_MEMBER_TARGETS,
+                        "MemberList lists more members than an etcd cluster has; the members \
+                         listed last are not probed"
+                    );
+                }
+                for t in targets {
+                    if t.kind == TargetKind::EtcdClient {
+                        urls.push(t.url());
                     }
+                    planned.push(Planned {
+                        name: config::default_name(&t),
+                        how: cluster_tls.how(&t),
+                        target: t,
+                    });
                 }
                 if !urls.is_empty() {
                     // Seeds first, then the members as listed: a seed that left still gets tried.
@@ -744,6 +752,18 @@ async fn member_list_loop(
         }
         tokio::time::sleep(every).await;
     }
+}
+
+/// The most targets MemberList may add: two (client and peer) for each of 9 members. etcd
+/// advises at most 7 voters, plus a learner or two; a longer list is a broken or hostile answer,
+/// and it must not crowd the configured targets out of `maxTargets`.
+pub const MAX_MEMBER_TARGETS: usize = 2 * 9;
+
+/// The targets of a MemberList answer, at most [`MAX_MEMBER_TARGETS`], and how many were left out.
+fn member_list_targets(members: &[MemberInfo]) -> (Vec<Target>, usize) {
+    let all: Vec<Target> = members.iter().flat_map(member_targets).collect();
+    let dropped = all.len().saturating_sub(MAX_MEMBER_TARGETS);
+    (all.into_iter().take(MAX_MEMBER_TARGETS).collect(), dropped)
 }
 
 /// The first client URL and the first peer URL of a member, named after the member. A member
@@ -806,5 +826,35 @@ pub async fn wait_for_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(i: u64) -> MemberInfo {
+        MemberInfo {
+            id: i,
+            name: format!("m{i}"),
+            client_urls: vec![format!("https://198.18.0.{i}:2379")],
+            peer_urls: vec![format!("https://198.18.0.{i}:2380")],
+            is_learner: false,
+        }
+    }
+
+    /// A MemberList of 100 members adds at most 18 targets (2 x 9), whatever maxTargets is.
+    #[test]
+    fn member_list_targets_have_their_own_cap() {
+        let three: Vec<MemberInfo> = (1..=3).map(member).collect();
+        let (t, dropped) = member_list_targets(&three);
+        assert_eq!((t.len(), dropped), (6, 0));
+        let many: Vec<MemberInfo> = (1..=100).map(member).collect();
+        let (t, dropped) = member_list_targets(&many);
+        assert_eq!(
+            (t.len(), dropped),
+            (MAX_MEMBER_TARGETS, 200 - MAX_MEMBER_TARGETS)
+        );
+        assert_eq!(t[0].member.as_deref(), Some("m1"));
     }
 }
