@@ -155,13 +155,17 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__etcd__subcmd__cleanup)
-            opts="-o -v -h -V --token --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
+            opts="-o -v -h -V --token --token-file --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --certificate-key-file --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --member-id --dry-run --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -174,6 +178,10 @@ _joinguard() {
                     return 0
                     ;;
                 --certificate-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -293,13 +301,17 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__etcd__subcmd__promote)
-            opts="-o -v -h -V --token --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
+            opts="-o -v -h -V --token --token-file --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --certificate-key-file --etcd-endpoints --etcd-cacert --etcd-cert --etcd-key --cert-dir --config --node-name --apiserver-advertise-address --timeout --output --learner-metrics-url --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -312,6 +324,10 @@ _joinguard() {
                     return 0
                     ;;
                 --certificate-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -591,7 +607,7 @@ _joinguard() {
             return 0
             ;;
         joinguard__subcmd__preflight)
-            opts="-o -v -h -V --apiserver-cacert --config --token --discovery-token --tls-bootstrap-token --discovery-file --control-plane --apiserver-advertise-address --apiserver-bind-port --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --cert-dir --etcd-endpoints --etcd-peer-endpoints --etcd-cacert --etcd-cert --etcd-key --etcd-heartbeat-interval --etcd-election-timeout --ignore-preflight-errors --write-probe --bandwidth --no-bandwidth --wait --timeout --node-name --output --cri-socket --skip-phases --patches --dry-run --rootfs --vmodule --add-dir-header --skip-headers --alsologtostderr --log-backtrace-at --log-dir --log-file --log-file-max-size --logtostderr --one-output --skip-log-headers --stderrthreshold --verbose --v --help --version"
+            opts="-o -v -h -V --apiserver-cacert --config --token --token-file --discovery-token --tls-bootstrap-token --discovery-file --control-plane --apiserver-advertise-address --apiserver-bind-port --discovery-token-ca-cert-hash --discovery-token-unsafe-skip-ca-verification --certificate-key --certificate-key-file --cert-dir --etcd-endpoints --etcd-peer-endpoints --etcd-cacert --etcd-cert --etcd-key --etcd-heartbeat-interval --etcd-election-timeout --ignore-preflight-errors --write-probe --bandwidth --no-bandwidth --wait --timeout --node-name --output --cri-socket --skip-phases --patches --dry-run --rootfs --vmodule --add-dir-header --skip-headers --alsologtostderr --log-backtrace-at --log-dir --log-file --log-file-max-size --logtostderr --one-output --skip-log-headers --stderrthreshold --verbose --v --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -606,6 +622,10 @@ _joinguard() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -642,6 +662,10 @@ _joinguard() {
                     return 0
                     ;;
                 --certificate-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -46,6 +46,11 @@ pub struct Cli {
     pub klog_v: Option<u32>,
     #[command(subcommand)]
     pub command: Command,
+
+    /// Warnings about how the arguments were given (a secret on the command line), for `main` to
+    /// print once.
+    #[arg(skip)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -162,8 +167,19 @@ pub struct EtcdMemberArgs {
     pub api_server_endpoint: Option<String>,
 
     /// Bootstrap token for discovery, as `kubeadm join --token`.
-    #[arg(long, value_name = "TOKEN", requires = "api_server_endpoint")]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "api_server_endpoint",
+        env = "JOINGUARD_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
+
+    /// Read --token from FILE (its first line) instead of the command line.
+    #[arg(long, value_name = "FILE", conflicts_with = "token", requires = "api_server_endpoint",
+          value_parser = read_secret_file)]
+    pub token_file: Option<String>,
 
     /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
     #[arg(
@@ -183,9 +199,16 @@ pub struct EtcdMemberArgs {
     /// The key from `kubeadm init phase upload-certs --upload-certs`, as `kubeadm join
     /// --certificate-key`: with the join line, it decrypts kubeadm-certs in memory for the etcd
     /// client identity.
-    #[arg(long, value_name = "HEX", requires = "token",
-          conflicts_with_all = ["etcd_cacert", "etcd_cert", "etcd_key"])]
+    #[arg(long, value_name = "HEX",
+          conflicts_with_all = ["etcd_cacert", "etcd_cert", "etcd_key"],
+          env = "JOINGUARD_CERTIFICATE_KEY", hide_env_values = true)]
     pub certificate_key: Option<String>,
+
+    /// Read --certificate-key from FILE (its first line) instead of the command line.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["certificate_key", "etcd_cacert", "etcd_cert", "etcd_key"],
+          value_parser = read_secret_file)]
+    pub certificate_key_file: Option<String>,
 
     /// The cluster's etcd client endpoints (the existing members, as preflight takes them).
     /// Without them, --config or the join line (API_SERVER_ENDPOINT --token ...) is required:
@@ -365,8 +388,20 @@ pub struct PreflightArgs {
     /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
     /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
     /// server.
-    #[arg(long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        conflicts_with = "apiserver_cacert",
+        env = "JOINGUARD_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
+
+    /// Read --token from FILE (its first line) instead: a token on the command line can be read
+    /// by every user of this host while joinguard runs.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "apiserver_cacert"],
+          value_parser = read_secret_file)]
+    pub token_file: Option<String>,
 
     /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
     #[arg(long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
@@ -418,8 +453,15 @@ pub struct PreflightArgs {
     /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
     /// an etcd client identity: the external etcd client certificate, or one minted from the
     /// stacked etcd CA. Nothing is written to disk.
-    #[arg(long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"])]
+    #[arg(long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"],
+          env = "JOINGUARD_CERTIFICATE_KEY", hide_env_values = true)]
     pub certificate_key: Option<String>,
+
+    /// Read --certificate-key from FILE (its first line) instead of the command line.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"],
+          value_parser = read_secret_file)]
+    pub certificate_key_file: Option<String>,
 
     /// Directory holding the CA certificates and keys that kubeadm's manual certificate
     /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm
@@ -849,15 +891,110 @@ pub fn parse_from<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result
     let mut cli = Cli::from_arg_matches(&matches)?;
     if let Some((name, sub_m)) = matches.subcommand() {
         if let Some(sub) = cmd.find_subcommand(name) {
-            let given = given_flags(sub, sub_m);
+            let mut given = given_flags(sub, sub_m);
             match &mut cli.command {
-                Command::Preflight(a) => a.given = given,
+                Command::Preflight(a) => {
+                    secrets_from_files(&mut a.token, &mut a.token_file, &mut given, "token");
+                    secrets_from_files(
+                        &mut a.certificate_key,
+                        &mut a.certificate_key_file,
+                        &mut given,
+                        "certificate-key",
+                    );
+                    a.given = given;
+                }
                 Command::UpdateStatus(a) => a.given = given,
                 _ => {}
             }
         }
+        // `etcd promote|cleanup`: one level deeper.
+        if let (Command::Etcd(e), Some((_, leaf_m))) = (&mut cli.command, sub_m_of(&matches)) {
+            let a = match e {
+                EtcdCommand::Promote(p) => &mut p.member,
+                EtcdCommand::Cleanup(c) => &mut c.member,
+            };
+            let mut unused = Vec::new();
+            secrets_from_files(&mut a.token, &mut a.token_file, &mut unused, "token");
+            secrets_from_files(
+                &mut a.certificate_key,
+                &mut a.certificate_key_file,
+                &mut unused,
+                "certificate-key",
+            );
+            cli.warnings.extend(secrets_on_argv(leaf_m));
+        } else {
+            cli.warnings.extend(secrets_on_argv(sub_m));
+        }
     }
     Ok(cli)
+}
+
+/// The matches of `etcd`'s subcommand (`promote`, `cleanup`).
+fn sub_m_of(m: &clap::ArgMatches) -> Option<(&str, &clap::ArgMatches)> {
+    match m.subcommand() {
+        Some(("etcd", etcd)) => etcd.subcommand(),
+        _ => None,
+    }
+}
+
+/// A secret read from its file takes the place of the flag (and counts as the flag for kubeadm's
+/// rule on `--config` beside flags).
+fn secrets_from_files(
+    value: &mut Option<String>,
+    file: &mut Option<String>,
+    given: &mut Vec<String>,
+    flag: &str,
+) {
+    if let Some(v) = file.take() {
+        *value = Some(v);
+        given.push(flag.to_string());
+    }
+}
+
+/// One warning per secret given as a flag's value on the command line, where every user of the
+/// host can read it (`ps`, `/proc/PID/cmdline`) for as long as joinguard runs.
+fn secrets_on_argv(m: &clap::ArgMatches) -> Vec<String> {
+    let on_argv = |id: &str| {
+        m.try_get_raw(id).ok().flatten().is_some()
+            && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    };
+    [
+        ("token", "--token", "--token-file FILE or JOINGUARD_TOKEN"),
+        (
+            "certificate_key",
+            "--certificate-key",
+            "--certificate-key-file FILE or JOINGUARD_CERTIFICATE_KEY",
+        ),
+    ]
+    .into_iter()
+    .filter(|(id, _, _)| on_argv(id))
+    .map(|(_, flag, instead)| {
+        format!(
+            "joinguard: WARNING: {flag} on the command line can be read by every user of this \
+             host (ps, /proc/PID/cmdline) while joinguard runs; give it in --config, {instead}"
+        )
+    })
+    .collect()
+}
+
+/// The first line of a secret's file. The error names the file, never its content.
+pub fn read_secret_file(path: &str) -> Result<String, String> {
+    const MAX: u64 = 64 * 1024;
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > MAX {
+        return Err(format!(
+            "{path} is {len} bytes; a token or key file holds one line"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        return Err(format!(
+            "{path} is empty; expected the secret on its first line"
+        ));
+    }
+    Ok(line.to_string())
 }
 
 impl Cli {
@@ -1135,6 +1272,70 @@ mod tests {
             format!("{:?}", spec::PreflightSpec::from(*a)),
             format!("{:?}", spec::PreflightSpec::new(FLAGS))
         );
+    }
+
+    /// A secret on the command line is warned about once, without the secret; one from a file
+    /// is read, counts as the flag for kubeadm's `--config` rule, and draws no warning.
+    #[test]
+    fn secrets_on_argv_are_warned_about_and_files_are_read() {
+        let parse = |line: &str| parse_from(line.split(' ').map(std::ffi::OsString::from));
+        let cli = parse(
+            "joinguard preflight 10.0.0.10:6443 --token abcdef.0123456789abcdef \
+             --discovery-token-ca-cert-hash sha256:aa --control-plane --certificate-key 00ff",
+        )
+        .unwrap();
+        assert_eq!(cli.warnings.len(), 2, "{:?}", cli.warnings);
+        assert!(cli.warnings[0].contains("--token on the command line"));
+        assert!(
+            cli.warnings[1].contains("--certificate-key-file FILE or JOINGUARD_CERTIFICATE_KEY")
+        );
+        for w in &cli.warnings {
+            assert!(
+                !w.contains("0123456789abcdef") && !w.contains("00ff"),
+                "{w}"
+            );
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "abcdef.0123456789abcdef\n").unwrap();
+        let line = format!(
+            "joinguard preflight 10.0.0.10:6443 --token-file {} --discovery-token-ca-cert-hash \
+             sha256:aa",
+            token.display()
+        );
+        let cli = parse(&line).unwrap();
+        assert!(cli.warnings.is_empty(), "{:?}", cli.warnings);
+        let Command::Preflight(a) = cli.command else {
+            panic!("not preflight")
+        };
+        assert_eq!(a.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        assert!(a.given.iter().any(|g| g == "token"), "{:?}", a.given);
+
+        // The same for etcd promote|cleanup.
+        let line = format!(
+            "joinguard etcd cleanup 10.0.0.10:6443 --token-file {} --node-name cp-2",
+            token.display()
+        );
+        let cli = parse(&line).unwrap();
+        assert!(cli.warnings.is_empty(), "{:?}", cli.warnings);
+        let Command::Etcd(EtcdCommand::Cleanup(c)) = cli.command else {
+            panic!("not etcd cleanup")
+        };
+        assert_eq!(c.member.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        let cli =
+            parse("joinguard etcd cleanup 10.0.0.10:6443 --token abcdef.0123456789abcdef").unwrap();
+        assert_eq!(cli.warnings.len(), 1, "{:?}", cli.warnings);
+
+        // A missing or empty file is a usage error naming the file, never a secret.
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        for f in [empty.clone(), dir.path().join("nope")] {
+            let e =
+                parse(&format!("joinguard preflight --token-file {}", f.display())).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(&f.display().to_string()), "{e}");
+        }
     }
 
     #[test]

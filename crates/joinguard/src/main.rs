@@ -12,6 +12,9 @@ fn main() -> ExitCode {
     // kubeadm's spellings (`--v=5`, `-v 5`, `--node_name`) are rewritten before clap parses.
     let cli = joinguard::cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     joinguard::logging::init(cli.verbosity());
+    for w in &cli.warnings {
+        commands::say(w);
+    }
     let ending = match cli.command {
         Command::Version(args) => joinguard::version::print_version(args),
         Command::Completion(args) => joinguard::manual::run_completion(args),

@@ -435,6 +435,44 @@ labtest!(
     }
 );
 
+/// The token and certificate key come from the environment too (JOINGUARD_TOKEN,
+/// JOINGUARD_CERTIFICATE_KEY), with no warning: the value is used (here it reaches the check that
+/// token discovery needs an endpoint) and never printed.
+#[test]
+fn preflight_takes_secrets_from_the_environment_without_a_warning() {
+    let run = harness::run(
+        std::process::Command::new(JOINGUARD)
+            .args(["preflight", "--discovery-token-ca-cert-hash"])
+            .arg(format!("sha256:{}", "ab".repeat(32)))
+            .env("JOINGUARD_TOKEN", "abcdef.0123456789abcdef")
+            .env("JOINGUARD_CERTIFICATE_KEY", "ee".repeat(32)),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(run.code, 2, "{run}");
+    assert!(
+        run.stderr.contains("--token needs the API endpoint"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains("WARNING"), "{run}");
+    assert!(!run.stderr.contains("0123456789abcdef"), "{run}");
+    assert!(!run.stderr.contains(&"ee".repeat(32)), "{run}");
+    // The same token as a flag draws the warning, once, without the secret.
+    let run = harness::run(
+        std::process::Command::new(JOINGUARD)
+            .args(["preflight", "--token", "abcdef.0123456789abcdef"])
+            .arg("--discovery-token-ca-cert-hash")
+            .arg(format!("sha256:{}", "ab".repeat(32))),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(run.code, 2, "{run}");
+    assert_eq!(
+        run.stderr.matches("--token on the command line").count(),
+        1,
+        "{run}"
+    );
+    assert!(!run.stderr.contains("0123456789abcdef"), "{run}");
+}
+
 #[test]
 fn preflight_bad_input_gets_exit_2_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
