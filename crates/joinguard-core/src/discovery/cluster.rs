@@ -32,6 +32,7 @@ use crate::input::{Input, Named, Spelling};
 use crate::key::KeyError;
 use crate::key::PrivateKey;
 use crate::kube::{ApiClient, ClientError};
+use crate::retry::ApiCallError;
 use crate::retry::{self, Recorder, RetryPolicy, WakeOnConnect};
 
 pub const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
@@ -57,6 +58,31 @@ pub struct ClusterFacts {
     /// `certificatesDir`: where kubeadm keeps the cluster's certificates on every control-plane
     /// node (kubeadm's default `/etc/kubernetes/pki`).
     pub certificates_dir: Option<String>,
+    /// `kubernetesVersion`, e.g. `v1.32.0` (kubeadm upgrade keeps it current).
+    pub kubernetes_version: Option<String>,
+}
+
+/// The group of kubeadm's admin.conf from 1.29 on, bound to `cluster-admin` by the
+/// `kubeadm:cluster-admins` ClusterRoleBinding; unlike `system:masters` it goes through RBAC and
+/// can be unbound (`constants.ClusterAdminsGroupAndClusterRoleBinding`).
+pub const CLUSTER_ADMINS_GROUP: &str = "kubeadm:cluster-admins";
+/// The group every kubeadm admin.conf had before 1.29: it bypasses RBAC.
+pub const MASTERS_GROUP: &str = "system:masters";
+
+/// The group to mint the admin certificate for: kubeadm's `kubeadm:cluster-admins` on clusters
+/// at 1.29 or later, where kubeadm binds it, `system:masters` before (or when the version is
+/// unknown).
+pub(crate) fn admin_group(kubernetes_version: Option<&str>) -> &'static str {
+    let minor = kubernetes_version.and_then(|v| {
+        let mut parts = v.trim().trim_start_matches('v').split('.');
+        let major: u32 = parts.next()?.parse().ok()?;
+        let minor: u32 = parts.next()?.parse().ok()?;
+        Some((major, minor))
+    });
+    match minor {
+        Some(v) if v >= (1, 29) => CLUSTER_ADMINS_GROUP,
+        _ => MASTERS_GROUP,
+    }
 }
 
 /// kubeadm's default `certificatesDir` (`constants.KubernetesDir` + `pki`).
@@ -77,6 +103,10 @@ impl ClusterFacts {
                 .map(str::to_string),
             ..ClusterFacts::default()
         };
+        f.kubernetes_version = cc["kubernetesVersion"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
         f.certificates_dir = cc["certificatesDir"]
             .as_str()
             .filter(|s| !s.is_empty())
@@ -601,15 +631,18 @@ pub const ETCD_URL_ANNOTATION: &str = "kubeadm.kubernetes.io/etcd.advertise-clie
 /// Reads kubeadm-config (and, with a certificate key, kubeadm-certs) with the bootstrap token,
 /// on `policy`. For stacked etcd in a cluster without a ClusterStatus, the member URLs are on the
 /// etcd pods, which a bootstrap token may not list: with the cluster CA from kubeadm-certs it
-/// mints an in-memory admin certificate (CN `joinguard-preflight`, O `system:masters`, valid
-/// 5 minutes) for that one list, as the join itself would with the same key material.
+/// mints an in-memory admin certificate for that one list, as the join itself would with the same
+/// key material: CN `joinguard-preflight:<node>` (the audit log names the node), O
+/// `kubeadm:cluster-admins` on clusters at 1.29 or later (RBAC-bound, revocable; kubeadm's own
+/// admin.conf group since 1.29), `system:masters` before or after a 403, valid 5 minutes.
 pub async fn read_cluster(
     client: &ApiClient,
-    admin: impl FnOnce(&[u8], Zeroizing<Vec<u8>>) -> Result<ApiClient, ClientError>,
+    admin: impl Fn(&[u8], Zeroizing<Vec<u8>>) -> Result<ApiClient, ClientError>,
     policy: &RetryPolicy,
     recorder: &Recorder,
     certs: Option<CertSource<'_>>,
     spelling: Spelling,
+    node_name: Option<&str>,
 ) -> Result<(ClusterFacts, Option<EtcdMaterial>), DiscoveryError> {
     let wake = client.socket_addr().map(WakeOnConnect::new);
     let get = |c: &ApiClient, op: &'static str, path: &'static str| {
@@ -666,15 +699,38 @@ pub async fn read_cluster(
         None
     };
     if let Some(ca) = &cluster_ca {
-        let (cert, key) = mint_client(
-            ca,
-            "joinguard-preflight",
-            Some("system:masters"),
-            ADMIN_LIFETIME,
-        )
-        .map_err(|e| DiscoveryError::Failed(e.to_string()))?;
-        let admin_client = admin(&cert, key).map_err(|e| DiscoveryError::Failed(e.to_string()))?;
-        let pods = get(&admin_client, "kube-system/pods list (etcd)", ETCD_PODS).await?;
+        // The node's name in the CN, for the API server's audit log.
+        let cn = match node_name {
+            Some(n) => format!("joinguard-preflight:{n}"),
+            None => "joinguard-preflight".to_string(),
+        };
+        let mut group = admin_group(facts.kubernetes_version.as_deref());
+        let pods = loop {
+            let (cert, key) = mint_client(ca, &cn, Some(group), ADMIN_LIFETIME)
+                .map_err(|e| DiscoveryError::Failed(e.to_string()))?;
+            let admin_client =
+                admin(&cert, key).map_err(|e| DiscoveryError::Failed(e.to_string()))?;
+            let r = retry::run(
+                policy,
+                "kube-system/pods list (etcd)",
+                recorder,
+                wake.as_ref(),
+                |ctx| admin_client.get(ETCD_PODS, ctx.timeout),
+            )
+            .await;
+            match r {
+                Ok(v) => break v,
+                // A cluster whose `kubeadm:cluster-admins` binding was removed (or never made):
+                // kubeadm's pre-1.29 group, once.
+                Err(e)
+                    if group == CLUSTER_ADMINS_GROUP
+                        && matches!(e.last.error(), Some(ApiCallError::Status(s)) if s.status == 403) =>
+                {
+                    group = MASTERS_GROUP;
+                }
+                Err(e) => return Err(DiscoveryError::from_retry(e)),
+            }
+        };
         facts.etcd_pod_urls = pods["items"]
             .as_array()
             .into_iter()
@@ -694,6 +750,21 @@ mod tests {
 
     fn key_name() -> Named {
         crate::input::tests::named(Input::CertificateKey)
+    }
+
+    #[test]
+    fn the_admin_group_is_kubeadms_for_the_clusters_version() {
+        for (v, want) in [
+            (Some("v1.28.9"), MASTERS_GROUP),
+            (Some("v1.29.0"), CLUSTER_ADMINS_GROUP),
+            (Some("v1.36.1"), CLUSTER_ADMINS_GROUP),
+            (Some("1.31"), CLUSTER_ADMINS_GROUP),
+            (Some("v2.0.0"), CLUSTER_ADMINS_GROUP),
+            (Some("latest"), MASTERS_GROUP),
+            (None, MASTERS_GROUP),
+        ] {
+            assert_eq!(admin_group(v), want, "{v:?}");
+        }
     }
 
     #[test]

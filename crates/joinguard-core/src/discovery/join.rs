@@ -321,6 +321,8 @@ struct DiscoveryInput {
     shared_certificates: bool,
     /// How the user spelled the inputs, for the notes.
     spelling: Spelling,
+    /// This node's name, for the CN of a minted admin certificate (the audit log names it).
+    node_name: Option<String>,
 }
 
 /// What discovery adds to the flags.
@@ -418,6 +420,7 @@ impl DiscoveryInput {
             cert_dir,
             shared_certificates: false,
             spelling: a.spelling,
+            node_name: a.node_name.clone(),
         }))
     }
 
@@ -493,6 +496,7 @@ impl DiscoveryInput {
                 (None, None) => None,
             },
             self.spelling,
+            self.node_name.as_deref(),
         )
         .await?;
         // Which CA key signed (e.g. "RSA-2048 PKCS#1").

@@ -281,6 +281,63 @@ fn streams(run: Run) -> (i32, String, String) {
     (run.code, run.stdout, run.stderr)
 }
 
+/// The admin certificate minted to list the etcd pods carries kubeadm's 1.29+ admin group,
+/// `kubeadm:cluster-admins` (bound through RBAC, revocable), and the node's name in its CN. With
+/// that binding gone, the list is forbidden (403) and joinguard mints once more with kubeadm's
+/// pre-1.29 group, which is how this test tells the two groups apart.
+#[test]
+fn etcd_pods_are_listed_as_kubeadm_cluster_admins_and_fall_back_on_403() {
+    let _s = netlab::harness::serial();
+    let env = lab3(Layout::EtcdPods)
+        .name("etcd_pods_are_listed_as_kubeadm_cluster_admins_and_fall_back_on_403")
+        .build()
+        .expect("lab environment");
+    let lists = |env: &LabEnv| -> Vec<(Option<String>, Option<u16>)> {
+        env.api()
+            .requests()
+            .into_iter()
+            .filter(|r| r.path == "/api/v1/namespaces/kube-system/pods")
+            .map(|r| (r.user, r.status))
+            .collect()
+    };
+    let args = |env: &LabEnv| {
+        vec![
+            "preflight".to_string(),
+            env.api().addr().to_string(),
+            "--token".into(),
+            TOKEN.into(),
+            "--discovery-token-ca-cert-hash".into(),
+            env.fixture().ca_pin.clone(),
+            "--certificate-key".into(),
+            CERT_KEY.into(),
+            "--node-name".into(),
+            "cp-9".into(),
+        ]
+    };
+    let user = Some("joinguard-preflight:cp-9".to_string());
+    let run = env.run(args(&env));
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(lists(&env), vec![(user.clone(), Some(200))]);
+
+    // kubeadm's binding of its admin group removed: forbidden, then the old group.
+    env.api()
+        .upsert(serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "kubeadm:cluster-admins"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [],
+        }))
+        .expect("unbind kubeadm:cluster-admins");
+    env.api().clear_requests();
+    let run = env.run(args(&env));
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(
+        lists(&env),
+        vec![(user.clone(), Some(403)), (user, Some(200))],
+        "{run}"
+    );
+}
+
 #[test]
 fn etcd_preflight_from_join_inputs_finds_and_probes_every_member_with_mtls() {
     let _s = netlab::harness::serial();

@@ -254,7 +254,7 @@ pub fn kubeadm_init(api: &ApiServer, opts: FixtureOptions<'_>) -> Result<Fixture
             "spec": {"nodeName": node, "containers": [{"name": "etcd", "image": "registry.k8s.io/etcd:3.5.16-0"}]},
         }))?;
     }
-    for obj in rbac() {
+    for obj in rbac(&opts.kubernetes_version) {
         api.upsert(obj)?;
     }
     Ok(Fixture {
@@ -508,8 +508,41 @@ fn binding(
     })
 }
 
+/// Whether `version` (`v1.32.0`) is kubeadm 1.29 or later, which binds the
+/// `kubeadm:cluster-admins` group to `cluster-admin` (`kubeadm init` and `upgrade apply`,
+/// `phases/kubeconfig`'s `EnsureAdminClusterRoleBinding`).
+fn has_cluster_admins_group(version: &str) -> bool {
+    let mut parts = version.trim_start_matches('v').split('.');
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (major, minor) >= (1, 29)
+}
+
+/// The RBAC `kubeadm init` creates for joining nodes (and, from 1.29, for its admins).
+fn rbac(kubernetes_version: &str) -> Vec<Value> {
+    let mut out = joining_rbac();
+    if has_cluster_admins_group(kubernetes_version) {
+        // kube-apiserver's bootstrap policy role, and kubeadm's binding of its admin group.
+        out.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "cluster-admin"},
+            "rules": [
+                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                {"nonResourceURLs": ["*"], "verbs": ["*"]},
+            ],
+        }));
+        out.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "kubeadm:cluster-admins"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "kubeadm:cluster-admins"}],
+        }));
+    }
+    out
+}
+
 /// The RBAC `kubeadm init` creates for joining nodes.
-fn rbac() -> Vec<Value> {
+fn joining_rbac() -> Vec<Value> {
     let bootstrappers = ("Group", NODE_BOOTSTRAP_GROUP);
     vec![
         // phases/bootstraptoken/clusterinfo: anonymous may read cluster-info.
