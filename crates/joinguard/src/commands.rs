@@ -169,9 +169,15 @@ pub fn trace(rt: &Runtime, request: TraceRequest) -> Ending {
 
 /// `joinguard monitor`: runs until SIGTERM/SIGINT.
 pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> Ending {
-    let config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
+    let mut config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
         Ok(c) => c,
         Err(e) => return stopped("monitor", &Stopped::Invalid(format!("--config {e}"))),
+    };
+    let b = crate::version::build_info();
+    config.build = monitor::BuildLabels {
+        version: b.version.to_string(),
+        commit: b.git_commit.to_string(),
+        rustc: b.rustc.to_string(),
     };
     let listen = match (listen, config.listen) {
         (Some(l), _) | (None, Some(l)) => l,

@@ -155,6 +155,9 @@ pub struct MonitorConfig {
     /// preflight's inputs for the cluster section, ready for `preflight::resolve_input`.
     pub cluster: Option<PreflightSpec>,
     pub shard: Shard,
+    /// Which joinguard this is, for `joinguard_build_info` (not from the file: the binary sets
+    /// it).
+    pub build: super::metrics::BuildLabels,
 }
 
 impl MonitorConfig {
@@ -382,6 +385,7 @@ impl MonitorConfig {
             targets,
             cluster,
             shard,
+            build: super::metrics::BuildLabels::default(),
         })
     }
 }

@@ -64,6 +64,25 @@ pub struct TargetLabels {
     pub target: String,
 }
 
+/// What `joinguard_build_info` says about the binary: its version, git commit and compiler,
+/// as `joinguard version` prints them (the binary fills it from its build script).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: String,
+    pub commit: String,
+    pub rustc: String,
+}
+
+impl Default for BuildLabels {
+    fn default() -> Self {
+        BuildLabels {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: "unknown".into(),
+            rustc: "unknown".into(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RetryLabels {
     pub op: String,
@@ -127,7 +146,19 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
+        Metrics::with_build(BuildLabels::default())
+    }
+
+    /// The registry, with `joinguard_build_info` saying `build`.
+    pub fn with_build(build: BuildLabels) -> Metrics {
         let mut registry = Registry::with_prefix("joinguard");
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info.get_or_create(&build).set(1);
+        registry.register(
+            "build_info",
+            "Always 1; the labels say which joinguard this is (version, git commit, rustc)",
+            build_info,
+        );
         let rtt: HistFamily<ProbeLabels> = Family::new_with_constructor(rtt_histogram);
         let last_rtt = Family::<ProbeLabels, GaugeF>::default();
         let attempts = Family::<ProbeLabels, Counter>::default();
@@ -433,6 +464,23 @@ pub(crate) fn to_prometheus_text(om: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `joinguard_build_info`, as exporters have it: a gauge at 1 whose labels name the build, in
+    /// both exposition formats.
+    #[test]
+    fn build_info_names_the_build() {
+        let m = Metrics::with_build(BuildLabels {
+            version: "0.1.0".into(),
+            commit: "abc1234".into(),
+            rustc: "rustc 1.89.0".into(),
+        });
+        let sample =
+            r#"joinguard_build_info{version="0.1.0",commit="abc1234",rustc="rustc 1.89.0"} 1"#;
+        for text in [m.openmetrics(), m.prometheus_text()] {
+            assert!(text.lines().any(|l| l == sample), "{text}");
+            assert!(text.contains("# TYPE joinguard_build_info gauge"), "{text}");
+        }
+    }
 
     #[test]
     fn prometheus_text_names_counter_families_after_their_samples() {

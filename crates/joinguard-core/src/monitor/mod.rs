@@ -11,6 +11,7 @@
 
 pub(crate) mod config;
 pub(crate) mod metrics;
+pub use metrics::BuildLabels;
 pub(crate) mod prober;
 pub(crate) mod serve;
 pub(crate) mod shard;
@@ -257,7 +258,7 @@ pub async fn start(
     let shared = Arc::new(Shared {
         checker: Checker::new(thresholds, ignore),
         etcd_identity,
-        metrics: Metrics::new(),
+        metrics: Metrics::with_build(config.build.clone()),
         recorder,
         verdict: RwLock::new(Verdict::default()),
         running: Mutex::new(BTreeMap::new()),
