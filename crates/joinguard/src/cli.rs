@@ -138,7 +138,7 @@ pub struct MonitorArgs {
     pub config: PathBuf,
 
     /// Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default
-    /// 0.0.0.0:9810).
+    /// 127.0.0.1:9810: give the node's address, as the DaemonSet does, for a scraper elsewhere).
     #[arg(long, value_name = "IP:PORT")]
     pub listen: Option<std::net::SocketAddr>,
 }

@@ -183,7 +183,7 @@ pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> Endin
         (Some(l), _) | (None, Some(l)) => l,
         (None, None) => DEFAULT_LISTEN
             .parse()
-            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 9810))),
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 9810))),
     };
     rt.block_on(async move {
         match monitor::start(config, listen, &Stderr).await {

@@ -43,7 +43,7 @@ pub use metrics::Metrics;
 use prober::{How, TargetState};
 
 /// Where `/metrics` is served unless `--listen` or `listen:` say otherwise.
-pub const DEFAULT_LISTEN: &str = "0.0.0.0:9810";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9810";
 
 /// The check verdict `/readyz` serves.
 #[derive(Clone, Debug, Default)]
@@ -842,6 +842,47 @@ mod tests {
             peer_urls: vec![format!("https://198.18.0.{i}:2380")],
             is_learner: false,
         }
+    }
+
+    /// A client that never finishes its request head (slowloris) is closed after
+    /// HEADER_READ_TIMEOUT, while a scrape on another connection is answered at once.
+    #[tokio::test]
+    async fn a_slow_client_is_closed_and_scrapes_go_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let config = MonitorConfig::parse(
+            "pathMtuInterval: 0s\ntargets:\n  - kind: etcd-peer\n    endpoint: 127.0.0.1:1\n",
+            "monitor.yaml",
+            &|_| None,
+        )
+        .unwrap();
+        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::Silent)
+            .await
+            .unwrap();
+        let mut slow = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+        slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        // Meanwhile, a whole scrape is served.
+        let mut scrape = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+        scrape
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        scrape.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        // The slow one is closed by the server (EOF, or a 408 then EOF), within the timeout
+        // plus a margin for a loaded machine.
+        let mut buf = Vec::new();
+        let closed = tokio::time::timeout(
+            serve::HEADER_READ_TIMEOUT + Duration::from_secs(10),
+            slow.read_to_end(&mut buf),
+        )
+        .await;
+        assert!(closed.is_ok(), "the slow connection is still open");
+        assert!(started.elapsed() >= serve::HEADER_READ_TIMEOUT - Duration::from_millis(500));
+        m.stop();
     }
 
     /// A MemberList of 100 members adds at most 18 targets (2 x 9), whatever maxTargets is.

@@ -8,6 +8,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -24,20 +25,39 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Longest `/readyz` body: the first errors are enough to act on.
 const MAX_READYZ_LINES: usize = 20;
 
+/// How long a client may take to send a request's head; a slow (slowloris) client is closed
+/// then. A scraper sends its head in one packet.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a connection lives, requests and idle keep-alive together; a scraper reconnects.
+pub const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
+/// The most connections served at once; one more is closed at once (a scraper, the kubelet's
+/// probes and a person with curl need a handful).
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// Accepts connections until the task is aborted.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 // EMFILE and friends: back off a little instead of spinning.
                 tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!(
+                max = MAX_CONNECTIONS,
+                "too many connections; closing a new one"
+            );
+            drop(stream);
+            continue;
+        };
         let shared = shared.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let path = req.uri().path().to_string();
@@ -63,9 +83,11 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                     Ok::<_, Infallible>(r)
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), svc);
+            let _ = tokio::time::timeout(MAX_CONNECTION_AGE, conn).await;
         });
     }
 }
