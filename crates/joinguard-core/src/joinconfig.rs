@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use crate::duration::parse_go_duration;
 use crate::kubeadm::schema::{self, Node};
+use crate::secret::Secret;
 
 /// kube-apiserver's default secure port (`constants.KubeAPIServerPort`).
 pub const DEFAULT_BIND_PORT: u16 = 6443;
@@ -35,9 +36,9 @@ pub struct JoinConfig {
     /// `discovery.bootstrapToken.apiServerEndpoint`.
     pub api_server_endpoint: Option<String>,
     /// `discovery.bootstrapToken.token`.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// `discovery.tlsBootstrapToken` (kubeadm defaults it to the discovery token).
-    pub tls_bootstrap_token: Option<String>,
+    pub tls_bootstrap_token: Option<Secret>,
     /// `discovery.bootstrapToken.caCertHashes`.
     pub ca_cert_hashes: Vec<String>,
     /// `discovery.bootstrapToken.unsafeSkipCAVerification`.
@@ -45,7 +46,7 @@ pub struct JoinConfig {
     /// `discovery.file.kubeConfigPath` (a path or an https:// URL).
     pub discovery_file: Option<String>,
     /// `controlPlane.certificateKey`.
-    pub certificate_key: Option<String>,
+    pub certificate_key: Option<Secret>,
     /// `nodeRegistration.ignorePreflightErrors`.
     pub ignore_preflight_errors: Vec<String>,
     /// v1beta4 `timeouts.kubernetesAPICall`.
@@ -293,12 +294,12 @@ fn extract(
         node_name: text_at(doc, &["nodeRegistration", "name"]),
         local_api_endpoint,
         api_server_endpoint: text_at(doc, &["discovery", "bootstrapToken", "apiServerEndpoint"]),
-        token: text_at(doc, &["discovery", "bootstrapToken", "token"]),
-        tls_bootstrap_token: text_at(doc, &["discovery", "tlsBootstrapToken"]),
+        token: text_at(doc, &["discovery", "bootstrapToken", "token"]).map(Secret::new),
+        tls_bootstrap_token: text_at(doc, &["discovery", "tlsBootstrapToken"]).map(Secret::new),
         ca_cert_hashes: strings_at(doc, &["discovery", "bootstrapToken", "caCertHashes"]),
         unsafe_skip_ca_verification: unsafe_skip,
         discovery_file,
-        certificate_key: text_at(doc, &["controlPlane", "certificateKey"]),
+        certificate_key: text_at(doc, &["controlPlane", "certificateKey"]).map(Secret::new),
         ignore_preflight_errors: strings_at(doc, &["nodeRegistration", "ignorePreflightErrors"]),
         kubernetes_api_call,
         etcd_api_call,
@@ -346,9 +347,12 @@ timeouts:
             Some((Some("10.0.0.12".parse().unwrap()), 6444))
         );
         assert_eq!(c.api_server_endpoint.as_deref(), Some("10.0.0.10:6443"));
-        assert_eq!(c.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        assert_eq!(
+            c.token.as_ref().map(Secret::expose),
+            Some("abcdef.0123456789abcdef")
+        );
         assert_eq!(c.ca_cert_hashes, ["sha256:aa"]);
-        assert_eq!(c.certificate_key.as_deref(), Some("0011"));
+        assert_eq!(c.certificate_key.as_ref().map(Secret::expose), Some("0011"));
         assert_eq!(c.ignore_preflight_errors, ["EtcdPeerLatency"]);
         assert_eq!(c.kubernetes_api_call, Some(Duration::from_secs(90)));
         assert_eq!(c.etcd_api_call, Some(Duration::from_secs(120)));
@@ -533,7 +537,7 @@ timeouts:
         assert!(c.unsafe_skip_ca_verification);
         assert_eq!(c.ca_cert_hashes, ["sha256:aa"]);
         assert_eq!(
-            c.tls_bootstrap_token.as_deref(),
+            c.tls_bootstrap_token.as_ref().map(Secret::expose),
             Some("abcdef.0123456789abcdef")
         );
         assert_eq!(c.etcd_api_call, Some(Duration::from_secs(120)));

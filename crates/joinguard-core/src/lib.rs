@@ -29,6 +29,7 @@ pub mod probe;
 pub(crate) mod render;
 pub mod retry;
 pub(crate) mod sampling;
+pub mod secret;
 pub mod spec;
 pub(crate) mod stats;
 pub mod status;

@@ -74,14 +74,14 @@ pub struct PreflightSpec {
     /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
     /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
     /// server.
-    pub token: Option<String>,
+    pub token: Option<crate::secret::Secret>,
 
     /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
-    pub discovery_token: Option<String>,
+    pub discovery_token: Option<crate::secret::Secret>,
 
     /// The TLS bootstrap token (kubeadm's --tls-bootstrap-token; default --token). The kubelet
     /// uses it, not joinguard: it is only checked for its form and never printed.
-    pub tls_bootstrap_token: Option<String>,
+    pub tls_bootstrap_token: Option<crate::secret::Secret>,
 
     /// File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and
     /// CA are trusted as they are. An https:// URL is refused (exit 2): download it first.
@@ -114,7 +114,7 @@ pub struct PreflightSpec {
     /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
     /// an etcd client identity: the external etcd client certificate, or one minted from the
     /// stacked etcd CA. Nothing is written to disk.
-    pub certificate_key: Option<String>,
+    pub certificate_key: Option<crate::secret::Secret>,
 
     /// Directory holding the CA certificates and keys that kubeadm's manual certificate
     /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm

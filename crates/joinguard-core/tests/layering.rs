@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("failure", 1),
     ("input", 1),
     ("render", 1),
+    ("secret", 1),
     ("spec", 1),
     ("logging", 1),
     ("yaml", 1),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use joinguard_core::input::{Input, Named, Spelling};
+use joinguard_core::secret::Secret;
 use joinguard_core::spec;
 
 pub use joinguard_core::duration::parse_duration;
@@ -167,19 +168,19 @@ pub struct EtcdMemberArgs {
     pub api_server_endpoint: Option<String>,
 
     /// Bootstrap token for discovery, as `kubeadm join --token`.
-    #[arg(
+    #[arg(value_parser = parse_secret,
         long,
         value_name = "TOKEN",
         requires = "api_server_endpoint",
         env = "JOINGUARD_TOKEN",
         hide_env_values = true
     )]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
 
     /// Read --token from FILE (its first line) instead of the command line.
     #[arg(long, value_name = "FILE", conflicts_with = "token", requires = "api_server_endpoint",
           value_parser = read_secret_file)]
-    pub token_file: Option<String>,
+    pub token_file: Option<Secret>,
 
     /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
     #[arg(
@@ -199,16 +200,16 @@ pub struct EtcdMemberArgs {
     /// The key from `kubeadm init phase upload-certs --upload-certs`, as `kubeadm join
     /// --certificate-key`: with the join line, it decrypts kubeadm-certs in memory for the etcd
     /// client identity.
-    #[arg(long, value_name = "HEX",
+    #[arg(value_parser = parse_secret, long, value_name = "HEX",
           conflicts_with_all = ["etcd_cacert", "etcd_cert", "etcd_key"],
           env = "JOINGUARD_CERTIFICATE_KEY", hide_env_values = true)]
-    pub certificate_key: Option<String>,
+    pub certificate_key: Option<Secret>,
 
     /// Read --certificate-key from FILE (its first line) instead of the command line.
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["certificate_key", "etcd_cacert", "etcd_cert", "etcd_key"],
           value_parser = read_secret_file)]
-    pub certificate_key_file: Option<String>,
+    pub certificate_key_file: Option<Secret>,
 
     /// The cluster's etcd client endpoints (the existing members, as preflight takes them).
     /// Without them, --config or the join line (API_SERVER_ENDPOINT --token ...) is required:
@@ -388,29 +389,29 @@ pub struct PreflightArgs {
     /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
     /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
     /// server.
-    #[arg(
+    #[arg(value_parser = parse_secret,
         long,
         value_name = "TOKEN",
         conflicts_with = "apiserver_cacert",
         env = "JOINGUARD_TOKEN",
         hide_env_values = true
     )]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
 
     /// Read --token from FILE (its first line) instead: a token on the command line can be read
     /// by every user of this host while joinguard runs.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "apiserver_cacert"],
           value_parser = read_secret_file)]
-    pub token_file: Option<String>,
+    pub token_file: Option<Secret>,
 
     /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
-    #[arg(long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
-    pub discovery_token: Option<String>,
+    #[arg(value_parser = parse_secret, long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
+    pub discovery_token: Option<Secret>,
 
     /// The TLS bootstrap token (kubeadm's --tls-bootstrap-token; default --token). The kubelet
     /// uses it, not joinguard: it is only checked for its form and never printed.
-    #[arg(long, value_name = "TOKEN")]
-    pub tls_bootstrap_token: Option<String>,
+    #[arg(value_parser = parse_secret, long, value_name = "TOKEN")]
+    pub tls_bootstrap_token: Option<Secret>,
 
     /// File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and
     /// CA are trusted as they are. An https:// URL is refused (exit 2): download it first.
@@ -453,15 +454,15 @@ pub struct PreflightArgs {
     /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
     /// an etcd client identity: the external etcd client certificate, or one minted from the
     /// stacked etcd CA. Nothing is written to disk.
-    #[arg(long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"],
+    #[arg(value_parser = parse_secret, long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"],
           env = "JOINGUARD_CERTIFICATE_KEY", hide_env_values = true)]
-    pub certificate_key: Option<String>,
+    pub certificate_key: Option<Secret>,
 
     /// Read --certificate-key from FILE (its first line) instead of the command line.
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"],
           value_parser = read_secret_file)]
-    pub certificate_key_file: Option<String>,
+    pub certificate_key_file: Option<Secret>,
 
     /// Directory holding the CA certificates and keys that kubeadm's manual certificate
     /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm
@@ -940,8 +941,8 @@ fn sub_m_of(m: &clap::ArgMatches) -> Option<(&str, &clap::ArgMatches)> {
 /// A secret read from its file takes the place of the flag (and counts as the flag for kubeadm's
 /// rule on `--config` beside flags).
 fn secrets_from_files(
-    value: &mut Option<String>,
-    file: &mut Option<String>,
+    value: &mut Option<Secret>,
+    file: &mut Option<Secret>,
     given: &mut Vec<String>,
     flag: &str,
 ) {
@@ -977,8 +978,13 @@ fn secrets_on_argv(m: &clap::ArgMatches) -> Vec<String> {
     .collect()
 }
 
+/// A secret given as a flag's value or in the environment.
+pub fn parse_secret(value: &str) -> Result<Secret, String> {
+    Ok(Secret::new(value))
+}
+
 /// The first line of a secret's file. The error names the file, never its content.
-pub fn read_secret_file(path: &str) -> Result<String, String> {
+pub fn read_secret_file(path: &str) -> Result<Secret, String> {
     const MAX: u64 = 64 * 1024;
     let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -994,7 +1000,7 @@ pub fn read_secret_file(path: &str) -> Result<String, String> {
             "{path} is empty; expected the secret on its first line"
         ));
     }
-    Ok(line.to_string())
+    Ok(Secret::new(line))
 }
 
 impl Cli {
@@ -1309,7 +1315,10 @@ mod tests {
         let Command::Preflight(a) = cli.command else {
             panic!("not preflight")
         };
-        assert_eq!(a.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        assert_eq!(
+            a.token.as_ref().map(Secret::expose),
+            Some("abcdef.0123456789abcdef")
+        );
         assert!(a.given.iter().any(|g| g == "token"), "{:?}", a.given);
 
         // The same for etcd promote|cleanup.
@@ -1322,7 +1331,10 @@ mod tests {
         let Command::Etcd(EtcdCommand::Cleanup(c)) = cli.command else {
             panic!("not etcd cleanup")
         };
-        assert_eq!(c.member.token.as_deref(), Some("abcdef.0123456789abcdef"));
+        assert_eq!(
+            c.member.token.as_ref().map(Secret::expose),
+            Some("abcdef.0123456789abcdef")
+        );
         let cli =
             parse("joinguard etcd cleanup 10.0.0.10:6443 --token abcdef.0123456789abcdef").unwrap();
         assert_eq!(cli.warnings.len(), 1, "{:?}", cli.warnings);

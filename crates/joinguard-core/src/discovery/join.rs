@@ -152,7 +152,7 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
     let mut discovery_file = a.discovery_file.clone();
     let mut file_source = name(Input::DiscoveryFile);
     if let Some(tls) = &a.tls_bootstrap_token {
-        BootstrapToken::parse(tls).map_err(|source| InputError::Token {
+        BootstrapToken::parse(tls.expose()).map_err(|source| InputError::Token {
             input: name(Input::TlsBootstrapToken),
             source,
         })?;
@@ -182,7 +182,7 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
             ));
         }
         if let Some(tls) = &c.tls_bootstrap_token {
-            BootstrapToken::parse(tls).map_err(|source| InputError::Token {
+            BootstrapToken::parse(tls.expose()).map_err(|source| InputError::Token {
                 input: field(Input::TlsBootstrapToken, "discovery.tlsBootstrapToken"),
                 source,
             })?;
@@ -356,7 +356,7 @@ impl DiscoveryInput {
                 None => Ok(None),
             };
         };
-        let token = BootstrapToken::parse(token).map_err(|source| InputError::Token {
+        let token = BootstrapToken::parse(token.expose()).map_err(|source| InputError::Token {
             input: token_name.clone(),
             source,
         })?;
@@ -396,8 +396,8 @@ impl DiscoveryInput {
             .to_string();
         let certificate_key = a
             .certificate_key
-            .as_deref()
-            .map(cluster::parse_certificate_key)
+            .as_ref()
+            .map(|k| cluster::parse_certificate_key(k.expose()))
             .transpose()
             .map_err(|source| InputError::CertificateKey {
                 input: name(Input::CertificateKey),

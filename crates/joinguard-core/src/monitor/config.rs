@@ -80,12 +80,12 @@ struct RawCluster {
     api_server_endpoint: Option<String>,
     apiserver_cacert: Option<PathBuf>,
     join_config: Option<PathBuf>,
-    token: Option<String>,
+    token: Option<crate::secret::Secret>,
     #[serde(default)]
     discovery_token_ca_cert_hash: Vec<String>,
     #[serde(default)]
     discovery_token_unsafe_skip_ca_verification: bool,
-    certificate_key: Option<String>,
+    certificate_key: Option<crate::secret::Secret>,
     cert_dir: Option<PathBuf>,
     #[serde(default)]
     etcd_endpoints: Vec<String>,
@@ -543,6 +543,26 @@ mod tests {
         assert_eq!(c.targets[0].name, "api-server/10.0.0.10:6443");
         assert_eq!(c.targets[1].target.endpoint, "10.0.0.11:2380");
         assert_eq!(c.shard, Shard::default());
+    }
+
+    /// The token and certificate key of the cluster section never show in Debug output, and a
+    /// wrong YAML type for them is reported without the value.
+    #[test]
+    fn cluster_secrets_are_redacted() {
+        let c = parse(
+            "cluster:\n  token: abcdef.0123456789abcdef\n  certificateKey: 00112233\n  discoveryTokenUnsafeSkipCaVerification: true\n  apiServerEndpoint: 10.0.0.10:6443\n",
+        )
+        .unwrap();
+        let spec = c.cluster.unwrap();
+        let shown = format!("{spec:?}");
+        assert!(!shown.contains("0123456789abcdef"), "{shown}");
+        assert!(!shown.contains("00112233"), "{shown}");
+        assert_eq!(
+            spec.token.as_ref().map(|t| t.expose()),
+            Some("abcdef.0123456789abcdef")
+        );
+        let e = parse("cluster:\n  token: [abcdef.0123456789abcdef]\n").unwrap_err();
+        assert!(!e.to_string().contains("0123456789abcdef"), "{e}");
     }
 
     /// A monitor user is told about the key they wrote in monitor.yaml, never about a flag of
