@@ -849,9 +849,11 @@ fn etcd_cleanup_from_the_join_config_alone() {
     assert!(run.stdout.contains("dry run: would remove"), "{run}");
     assert!(run.stdout.contains(&id), "{run}");
 
-    // The same from kubeadm's join line, with no --config and no --etcd-* flag.
+    // The same from kubeadm's join line, with no --config and no --etcd-* flag. An unstarted
+    // member has no name yet: this node is found by its address, as kubeadm join gives it.
     let api = env.api().addr().to_string();
     let pin = env.fixture().ca_pin.clone();
+    let addr = joiner.to_string();
     let run = env.run([
         "etcd",
         "cleanup",
@@ -864,6 +866,8 @@ fn etcd_cleanup_from_the_join_config_alone() {
         CERT_KEY,
         "--node-name",
         "joiner",
+        "--apiserver-advertise-address",
+        addr.as_str(),
         "--dry-run",
     ]);
     eprintln!("{run}");
