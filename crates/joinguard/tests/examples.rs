@@ -270,7 +270,10 @@ fn the_kubeadm_join_config_loads_with_every_field_joinguard_reads() {
     let c = JoinConfig::load(&examples().join("kubeadm/join-config.yaml")).unwrap();
     assert_eq!(c.api_version, "kubeadm.k8s.io/v1beta4");
     assert_eq!(c.api_server_endpoint.as_deref(), Some("10.0.0.10:6443"));
-    assert_eq!(c.token.as_ref().map(|t| t.expose()), Some("abcdef.0123456789abcdef"));
+    assert_eq!(
+        c.token.as_ref().map(|t| t.expose()),
+        Some("abcdef.0123456789abcdef")
+    );
     assert_eq!(c.ca_cert_hashes.len(), 1);
     joinguard_core::discovery::parse_pin(&c.ca_cert_hashes[0]).expect("a well-formed pin");
     joinguard_core::discovery::cluster::parse_certificate_key(
