@@ -294,3 +294,32 @@ fn the_core_spells_no_flag() {
         found.join("\n")
     );
 }
+
+/// One error type per area: no `Result<_, String>` in the core, tests included (an error a
+/// caller cannot match on is text the binary has to parse).
+#[test]
+fn the_core_has_no_stringly_results() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(i) = code.find("Result<") {
+                let rest = &code[i..];
+                if let Some(end) = rest.find('>') {
+                    if rest[..end].trim_end().ends_with(", String") {
+                        found.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "stringly results in the core:\n{}",
+        found.join("\n")
+    );
+}

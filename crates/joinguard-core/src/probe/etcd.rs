@@ -764,20 +764,41 @@ fn sanitize_node(node: &str) -> String {
     }
 }
 
+/// A lease grant the write probe does not write under.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LeaseGrantError {
+    #[error("etcd granted lease id {0}, not a lease")]
+    Id(i64),
+    #[error(
+        "etcd granted lease {id:x} a TTL of {granted} s for the {requested} s asked (etcd raises \
+         a short TTL to at most 75 s)"
+    )]
+    Ttl {
+        id: i64,
+        granted: i64,
+        requested: i64,
+    },
+}
+
 /// Whether a granted lease is the one asked for: a positive id, and a TTL from the request up to
 /// what etcd may raise it to. etcd raises a TTL below its minimum, 1.5 x the election timeout
 /// (`minTTL` in `server/lease/lessor.go`), so a 10 s request may come back larger on a cluster
 /// with a long election timeout, never above 75 s (etcd's election timeout is at most 50 s).
-pub(crate) fn check_lease(id: i64, granted_ttl: i64, requested_ttl: i64) -> Result<(), String> {
+pub(crate) fn check_lease(
+    id: i64,
+    granted_ttl: i64,
+    requested_ttl: i64,
+) -> Result<(), LeaseGrantError> {
     const MAX_RAISED: i64 = 75;
     if id <= 0 {
-        return Err(format!("etcd granted lease id {id}, not a lease"));
+        return Err(LeaseGrantError::Id(id));
     }
     if granted_ttl <= 0 || granted_ttl > requested_ttl.max(MAX_RAISED) {
-        return Err(format!(
-            "etcd granted lease {id:x} a TTL of {granted_ttl} s for the {requested_ttl} s asked \
-             (etcd raises a short TTL to at most 75 s)"
-        ));
+        return Err(LeaseGrantError::Ttl {
+            id,
+            granted: granted_ttl,
+            requested: requested_ttl,
+        });
     }
     Ok(())
 }
@@ -808,7 +829,7 @@ mod tests {
             (7, 3600),
         ] {
             let e = check_lease(id, ttl, 10).unwrap_err();
-            assert!(e.contains("granted"), "{id} {ttl}: {e}");
+            assert!(e.to_string().contains("granted"), "{id} {ttl}: {e}");
         }
     }
 }
