@@ -655,11 +655,10 @@ fn summarize(
     }
 }
 
-/// Fills in hop names by reverse DNS, all at once, bounded by the trace's deadline (and 2 s).
+/// Fills in hop names by reverse DNS, all at once, bounded by the trace's deadline (and 2 s) as a
+/// whole: the lookups share one budget, they do not get it each.
 async fn resolve_names(trace: &mut PathTrace, deadline: Instant) {
-    let left = deadline
-        .saturating_duration_since(Instant::now())
-        .min(Duration::from_secs(2));
+    let until = deadline.min(Instant::now() + Duration::from_secs(2));
     let lookups: Vec<_> = trace
         .hops
         .iter()
@@ -668,13 +667,30 @@ async fn resolve_names(trace: &mut PathTrace, deadline: Instant) {
                 .map(|a| tokio::task::spawn_blocking(move || socket::reverse_name(a)))
         })
         .collect();
-    for (hop, l) in trace.hops.iter_mut().zip(lookups) {
-        if let Some(l) = l {
-            if let Ok(Ok(name)) = tokio::time::timeout(left, l).await {
-                hop.name = name;
-            }
+    for (hop, name) in trace.hops.iter_mut().zip(join_until(until, lookups).await) {
+        if let Some(name) = name.flatten() {
+            hop.name = Some(name);
         }
     }
+}
+
+/// The results of `tasks` that finished by `until` (one shared deadline), in order; `None` for a
+/// task that was absent, failed or was late. Late tasks are left to finish on their own.
+async fn join_until<T>(
+    until: Instant,
+    tasks: Vec<Option<tokio::task::JoinHandle<T>>>,
+) -> Vec<Option<T>> {
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(match t {
+            Some(t) => tokio::time::timeout_at(until.into(), t)
+                .await
+                .ok()
+                .and_then(Result::ok),
+            None => None,
+        });
+    }
+    out
 }
 
 /// Microsecond precision is all a millisecond figure needs.
@@ -686,6 +702,31 @@ fn round3(x: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::trace::analysis::tests::{hop, path};
+
+    /// Lookups share one deadline: eight that each take 10 s end, all together, at the 300 ms
+    /// budget (one at a time, each with the whole budget, they took 8 x 300 ms).
+    #[tokio::test(start_paused = true)]
+    async fn lookups_share_one_deadline() {
+        let clock = tokio::time::Instant::now();
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                Some(tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    i
+                }))
+            })
+            .chain([None, Some(tokio::spawn(async { 99 }))])
+            .collect();
+        let got = join_until(started + Duration::from_millis(300), tasks).await;
+        let took = clock.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_millis(400),
+            "{took:?}"
+        );
+        assert_eq!(got[..8], [None; 8]);
+        assert_eq!(got[8..], [None, Some(99)]);
+    }
 
     #[test]
     fn a_reported_mtu_is_taken_unless_it_cannot_be_right() {
