@@ -40,6 +40,9 @@ pub struct Pinger {
     sock: AsyncFd<Socket>,
     dst: Ipv4Addr,
     ident: u16,
+    /// Random bytes every request carries and every reply of ours echoes back: a reply that
+    /// lacks them was not caused by this pinger (a forged or stray reply with our identifier).
+    nonce: [u8; 8],
     seq: u16,
     late_limit: Duration,
     /// Every echo of every series, in the order sent.
@@ -65,6 +68,10 @@ impl Pinger {
             return Err(IcmpError::Unsupported(dst));
         };
         let sock = raw_socket()?;
+        let ident: u16 = rand::random();
+        // The kernel hands this socket only echo replies from `dst` with our identifier: on a
+        // busy node a raw ICMP socket otherwise receives every ICMP packet the host gets.
+        sock.attach_filter(&echo_reply_filter(dst, ident))?;
         sock.set_nonblocking(true)?;
         // SAFETY: `sock` owns its fd, which stays open and unchanged until the AsyncFd (which
         // owns `sock`) is dropped.
@@ -72,7 +79,8 @@ impl Pinger {
         Ok(Pinger {
             sock,
             dst,
-            ident: rand::random(),
+            ident,
+            nonce: rand::random(),
             seq: 0,
             late_limit: DEFAULT_LATE_LIMIT,
             echoes: Vec::new(),
@@ -95,7 +103,7 @@ impl Pinger {
     pub async fn ping(&mut self, timeout: Duration) -> Sample {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        let packet = echo_request(self.ident, seq);
+        let packet = echo_request(self.ident, seq, &self.nonce);
         let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
         let start = Instant::now();
         let result = tokio::time::timeout(timeout, async {
@@ -118,7 +126,7 @@ impl Pinger {
                 // SAFETY: recv_from initialised the first `n` bytes.
                 let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
                 let from_ok = from.as_socket() == Some(SocketAddr::from((self.dst, 0)));
-                if from_ok && is_our_reply(bytes, self.ident, seq) {
+                if from_ok && is_our_reply(bytes, self.ident, seq, &self.nonce) {
                     return Ok::<_, io::Error>(start.elapsed());
                 }
             }
@@ -144,7 +152,7 @@ impl Pinger {
             let send_at = start + interval * u32::from(i);
             self.listen_until(send_at, false).await;
             self.seq = self.seq.wrapping_add(1);
-            let packet = echo_request(self.ident, self.seq);
+            let packet = echo_request(self.ident, self.seq, &self.nonce);
             // Stamp before sending: a preemption after the send would otherwise shorten the
             // measured RTT, below what the wire allows.
             let stamp = Instant::now();
@@ -222,7 +230,7 @@ impl Pinger {
                         if from.as_socket() != Some(SocketAddr::from((self.dst, 0))) {
                             continue;
                         }
-                        let Some(seq) = reply_seq(bytes, self.ident) else { continue };
+                        let Some(seq) = reply_seq(bytes, self.ident, &self.nonce) else { continue };
                         let Some(&i) = self.by_seq.get(&seq) else { continue };
                         let e = &mut self.echoes[i];
                         let rtt = e.sent.elapsed();
@@ -247,37 +255,64 @@ pub(crate) fn raw_socket() -> Result<Socket, IcmpError> {
     })
 }
 
-/// The sequence number of an echo reply with our identifier.
-fn reply_seq(bytes: &[u8], ident: u16) -> Option<u16> {
-    let ihl = usize::from(bytes.first()? & 0x0f) * 4;
-    let icmp = bytes.get(ihl..).filter(|i| i.len() >= 8)?;
-    (icmp[0] == 0 && u16::from_be_bytes([icmp[4], icmp[5]]) == ident)
-        .then(|| u16::from_be_bytes([icmp[6], icmp[7]]))
+/// The payload of every request after the ICMP header: a fixed text, then the nonce.
+const PAYLOAD_TEXT: &[u8] = b"joinguard-preflight-echo";
+
+/// A classic BPF program for a raw IPv4 ICMP socket (the packet starts at the IP header): accept
+/// an echo reply (type 0) from `dst` with identifier `ident`, drop everything else.
+fn echo_reply_filter(dst: Ipv4Addr, ident: u16) -> [socket2::SockFilter; 9] {
+    use socket2::SockFilter as F;
+    // Classic BPF opcodes (linux/bpf_common.h, linux/filter.h).
+    const LD_W_ABS: u16 = 0x20; // A = P[k:4]
+    const LDX_B_MSH: u16 = 0xb1; // X = 4 * (P[k] & 0xf): the IP header's length
+    const LD_B_IND: u16 = 0x50; // A = P[X+k:1]
+    const LD_H_IND: u16 = 0x48; // A = P[X+k:2]
+    const JEQ_K: u16 = 0x15; // A == k ? jt : jf (relative to the next instruction)
+    const RET_K: u16 = 0x06;
+    [
+        F::new(LD_W_ABS, 0, 0, 12),            // 0: source address
+        F::new(JEQ_K, 0, 6, u32::from(dst)),   // 1: not dst -> 8
+        F::new(LDX_B_MSH, 0, 0, 0),            // 2: X = IHL * 4
+        F::new(LD_B_IND, 0, 0, 0),             // 3: ICMP type
+        F::new(JEQ_K, 0, 3, 0),                // 4: not an echo reply -> 8
+        F::new(LD_H_IND, 0, 0, 4),             // 5: ICMP identifier
+        F::new(JEQ_K, 0, 1, u32::from(ident)), // 6: not ours -> 8
+        F::new(RET_K, 0, 0, 0xffff),           // 7: accept
+        F::new(RET_K, 0, 0, 0),                // 8: drop
+    ]
 }
 
-fn echo_request(ident: u16, seq: u16) -> Vec<u8> {
+/// The ICMP part of a raw IPv4 packet if it is an echo reply to us: our identifier and our
+/// nonce after the payload text. The IP header is skipped by its IHL.
+fn our_reply<'a>(bytes: &'a [u8], ident: u16, nonce: &[u8; 8]) -> Option<&'a [u8]> {
+    let ihl = usize::from(bytes.first()? & 0x0f) * 4;
+    let icmp = bytes.get(ihl..).filter(|i| i.len() >= 8)?;
+    let payload = &icmp[8..];
+    (icmp[0] == 0
+        && u16::from_be_bytes([icmp[4], icmp[5]]) == ident
+        && payload.get(PAYLOAD_TEXT.len()..PAYLOAD_TEXT.len() + 8) == Some(&nonce[..]))
+    .then_some(icmp)
+}
+
+/// The sequence number of an echo reply to us.
+fn reply_seq(bytes: &[u8], ident: u16, nonce: &[u8; 8]) -> Option<u16> {
+    our_reply(bytes, ident, nonce).map(|icmp| u16::from_be_bytes([icmp[6], icmp[7]]))
+}
+
+fn echo_request(ident: u16, seq: u16, nonce: &[u8; 8]) -> Vec<u8> {
     let mut p = vec![8u8, 0, 0, 0];
     p.extend_from_slice(&ident.to_be_bytes());
     p.extend_from_slice(&seq.to_be_bytes());
-    p.extend_from_slice(b"joinguard-preflight-echo");
+    p.extend_from_slice(PAYLOAD_TEXT);
+    p.extend_from_slice(nonce);
     let c = checksum(&p);
     p[2..4].copy_from_slice(&c.to_be_bytes());
     p
 }
 
-/// A raw IPv4 socket hands us the IP header too; skip it by its IHL.
-fn is_our_reply(bytes: &[u8], ident: u16, seq: u16) -> bool {
-    let Some(&vihl) = bytes.first() else {
-        return false;
-    };
-    let ihl = usize::from(vihl & 0x0f) * 4;
-    let icmp = match bytes.get(ihl..) {
-        Some(i) if i.len() >= 8 => i,
-        _ => return false,
-    };
-    icmp[0] == 0
-        && u16::from_be_bytes([icmp[4], icmp[5]]) == ident
-        && u16::from_be_bytes([icmp[6], icmp[7]]) == seq
+/// Whether `bytes` is the reply to our echo `seq`.
+fn is_our_reply(bytes: &[u8], ident: u16, seq: u16, nonce: &[u8; 8]) -> bool {
+    reply_seq(bytes, ident, nonce) == Some(seq)
 }
 
 #[cfg(test)]
@@ -286,7 +321,7 @@ mod tests {
 
     #[test]
     fn echo_request_checksum_verifies() {
-        let p = echo_request(0x1234, 7);
+        let p = echo_request(0x1234, 7, &[1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(checksum(&p), 0, "a packet with its checksum sums to zero");
     }
 
@@ -305,6 +340,50 @@ mod tests {
         assert!(
             again.result.is_ok(),
             "sequence numbers continue after a series"
+        );
+    }
+
+    /// A reply counts only with our identifier and our nonce: a reply to another pinger with the
+    /// same identifier (or a forged one) is not ours.
+    #[test]
+    fn a_reply_without_our_nonce_is_not_ours() {
+        let nonce = [9u8; 8];
+        let reply = |n: &[u8; 8]| {
+            let mut icmp = echo_request(0x1234, 7, n);
+            icmp[0] = 0; // echo reply
+            let mut ip = vec![
+                0x45u8, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1,
+            ];
+            ip.extend_from_slice(&icmp);
+            ip
+        };
+        assert!(is_our_reply(&reply(&nonce), 0x1234, 7, &nonce));
+        assert!(!is_our_reply(&reply(&[8u8; 8]), 0x1234, 7, &nonce));
+        assert!(!is_our_reply(&reply(&nonce), 0x1235, 7, &nonce));
+        assert_eq!(
+            reply_seq(&reply(&nonce)[..30], 0x1234, &nonce),
+            None,
+            "truncated"
+        );
+    }
+
+    /// The socket's BPF filter: a pinger's socket receives nothing of another pinger's echoes to
+    /// the same host (on loopback a raw ICMP socket otherwise sees every request and reply).
+    #[tokio::test]
+    async fn the_kernel_hands_a_pinger_only_its_own_replies() {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let quiet = Pinger::open(lo).expect("tests run as root");
+        let mut other = Pinger::open(lo).expect("tests run as root");
+        other
+            .series(20, Duration::from_millis(1), Duration::from_millis(500))
+            .await;
+        assert!(other.samples().iter().all(|s| s.result.is_ok()));
+        let mut buf = [MaybeUninit::<u8>::uninit(); 1500];
+        let r = quiet.sock.get_ref().recv_from(&mut buf);
+        assert_eq!(
+            r.map(|(n, _)| n).map_err(|e| e.kind()),
+            Err(io::ErrorKind::WouldBlock),
+            "another pinger's traffic reached this socket"
         );
     }
 
