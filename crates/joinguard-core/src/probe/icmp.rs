@@ -374,6 +374,9 @@ mod tests {
         let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let quiet = Pinger::open(lo).expect("tests run as root");
         let mut other = Pinger::open(lo).expect("tests run as root");
+        while other.ident == quiet.ident {
+            other = Pinger::open(lo).expect("tests run as root");
+        }
         other
             .series(20, Duration::from_millis(1), Duration::from_millis(500))
             .await;
