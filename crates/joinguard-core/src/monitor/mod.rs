@@ -69,6 +69,8 @@ pub struct Shared {
     /// Bumped whenever the probed set changes, so the path MTU loop's once-a-second look for
     /// new hosts costs nothing while it stays the same.
     targets_generation: std::sync::atomic::AtomicU64,
+    /// `/metrics` bodies, rendered at most once a second.
+    exposition: serve::ExpositionCache,
 }
 
 /// Why a host's path MTU has no figure.
@@ -264,6 +266,7 @@ pub async fn start(
         running: Mutex::new(BTreeMap::new()),
         path_mtu: Mutex::new(PathMtuState::default()),
         targets_generation: Default::default(),
+        exposition: serve::ExpositionCache::new(serve::EXPOSITION_MAX_AGE),
         config,
     });
     apply_targets(&shared, planned);

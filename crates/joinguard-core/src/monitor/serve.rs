@@ -34,6 +34,56 @@ pub const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 /// probes and a person with curl need a handful).
 pub const MAX_CONNECTIONS: usize = 256;
 
+/// How long a rendered exposition is served again instead of rendering anew. A scrape flood (or
+/// several Prometheus replicas) then costs at most four renders a second, however many scrapes
+/// come, and a change still shows within a quarter second of the probe that made it.
+pub const EXPOSITION_MAX_AGE: Duration = Duration::from_millis(250);
+
+/// The rendered `/metrics` body per format, shared by concurrent scrapes: single-flight (a scrape
+/// that finds a render in progress waits for it and takes its result) and at most
+/// [`EXPOSITION_MAX_AGE`] old.
+#[derive(Debug)]
+pub(crate) struct ExpositionCache {
+    max_age: Duration,
+    /// Index 0: Prometheus text, 1: OpenMetrics.
+    slots: std::sync::Mutex<[Option<(std::time::Instant, Bytes)>; 2]>,
+    renders: std::sync::atomic::AtomicU64,
+}
+
+impl ExpositionCache {
+    pub(crate) fn new(max_age: Duration) -> ExpositionCache {
+        ExpositionCache {
+            max_age,
+            slots: std::sync::Mutex::new([None, None]),
+            renders: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The body for `openmetrics` or Prometheus text, rendered by `render` only when the last one
+    /// is older than the cache's age. Blocking (it holds the lock while rendering): call it from
+    /// `spawn_blocking`, as `respond` runs.
+    pub(crate) fn get(&self, openmetrics: bool, render: impl FnOnce() -> String) -> Bytes {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = &mut slots[usize::from(openmetrics)];
+        if let Some((at, body)) = slot {
+            if at.elapsed() < self.max_age {
+                return body.clone();
+            }
+        }
+        let body = Bytes::from(render());
+        self.renders
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *slot = Some((std::time::Instant::now(), body.clone()));
+        body
+    }
+
+    /// Renders so far.
+    #[cfg(test)]
+    pub(crate) fn renders(&self) -> u64 {
+        self.renders.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// Accepts connections until the task is aborted.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
@@ -117,16 +167,20 @@ fn respond(shared: &Shared, path: &str, accept: Option<&str>) -> Response<Full<B
     const PLAIN: &str = "text/plain; charset=utf-8";
     match path {
         "/metrics" => {
-            shared.metrics.sync_retries(&shared.recorder);
-            if wants_openmetrics(accept) {
-                text(StatusCode::OK, OPENMETRICS, shared.metrics.openmetrics())
-            } else {
-                text(
-                    StatusCode::OK,
-                    PROMETHEUS_TEXT,
-                    shared.metrics.prometheus_text(),
-                )
+            let om = wants_openmetrics(accept);
+            let body = shared.exposition.get(om, || {
+                shared.metrics.sync_retries(&shared.recorder);
+                if om {
+                    shared.metrics.openmetrics()
+                } else {
+                    shared.metrics.prometheus_text()
+                }
+            });
+            let mut r = Response::new(Full::new(body));
+            if let Ok(v) = (if om { OPENMETRICS } else { PROMETHEUS_TEXT }).parse() {
+                r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
             }
+            r
         }
         "/healthz" => text(StatusCode::OK, PLAIN, "ok\n".into()),
         "/readyz" => {
@@ -180,5 +234,32 @@ mod tests {
         assert!(!wants_openmetrics(Some(
             "application/openmetrics-text; q=0"
         )));
+    }
+
+    /// Eight scrapes at once cost one render; a later scrape, past the age, renders anew.
+    #[test]
+    fn concurrent_scrapes_share_one_render() {
+        let cache = std::sync::Arc::new(ExpositionCache::new(Duration::from_millis(200)));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let cache = cache.clone();
+                std::thread::spawn(move || {
+                    cache.get(true, || {
+                        std::thread::sleep(Duration::from_millis(50));
+                        "body".to_string()
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), Bytes::from("body"));
+        }
+        assert_eq!(cache.renders(), 1);
+        // The other format has its own slot.
+        cache.get(false, || "text".into());
+        assert_eq!(cache.renders(), 2);
+        std::thread::sleep(Duration::from_millis(250));
+        assert_eq!(cache.get(true, || "new".into()), Bytes::from("new"));
+        assert_eq!(cache.renders(), 3);
     }
 }
