@@ -120,7 +120,7 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s v -l verbo
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s V -l version -d 'Print version'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l config -d 'The monitor\'s configuration (YAML; see docs/monitor.md for every field)' -r -F
-complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l listen -d 'Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default 127.0.0.1:9810: give the node\'s address, as the DaemonSet does, for a scraper elsewhere)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l listen -d 'Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default 127.0.0.1:9810: give the node\'s address, as the DaemonSet does, for a scraper elsewhere). A bare IP (IPv4 or IPv6, as the downward API\'s status.hostIP gives it) takes port 9810: `$(HOST_IP):9810` is ambiguous for an IPv6 address' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'

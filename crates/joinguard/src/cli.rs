@@ -140,7 +140,9 @@ pub struct MonitorArgs {
 
     /// Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default
     /// 127.0.0.1:9810: give the node's address, as the DaemonSet does, for a scraper elsewhere).
-    #[arg(long, value_name = "IP:PORT")]
+    /// A bare IP (IPv4 or IPv6, as the downward API's status.hostIP gives it) takes port 9810:
+    /// `$(HOST_IP):9810` is ambiguous for an IPv6 address.
+    #[arg(long, value_name = "IP[:PORT]", value_parser = parse_listen)]
     pub listen: Option<std::net::SocketAddr>,
 }
 
@@ -978,6 +980,23 @@ fn secrets_on_argv(m: &clap::ArgMatches) -> Vec<String> {
     .collect()
 }
 
+/// `--listen`: `IP:PORT`, `[IPv6]:PORT`, or a bare IP (IPv4 or IPv6) on the monitor's port 9810.
+pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(a) = s.parse::<std::net::SocketAddr>() {
+        return Ok(a);
+    }
+    s.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .map(|ip| std::net::SocketAddr::new(ip, 9810))
+        .map_err(|_| {
+            format!(
+                "`{s}` is not an address to listen on; expected IP:PORT, [IPv6]:PORT or a bare IP \
+                 (port 9810)"
+            )
+        })
+}
+
 /// A secret given as a flag's value or in the environment.
 pub fn parse_secret(value: &str) -> Result<Secret, String> {
     Ok(Secret::new(value))
@@ -1348,6 +1367,20 @@ mod tests {
             assert_eq!(e.exit_code(), 2);
             assert!(e.to_string().contains(&f.display().to_string()), "{e}");
         }
+    }
+
+    #[test]
+    fn listen_takes_a_bare_ip_of_either_family() {
+        for (given, want) in [
+            ("10.0.0.11", "10.0.0.11:9810"),
+            ("fd00::11", "[fd00::11]:9810"),
+            ("[fd00::11]", "[fd00::11]:9810"),
+            ("[fd00::11]:9900", "[fd00::11]:9900"),
+            ("127.0.0.1:0", "127.0.0.1:0"),
+        ] {
+            assert_eq!(parse_listen(given).unwrap().to_string(), want, "{given}");
+        }
+        assert!(parse_listen("node-1:9810").unwrap_err().contains("bare IP"));
     }
 
     #[test]

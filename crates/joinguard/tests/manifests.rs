@@ -671,9 +671,10 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
                 .then(|| e["name"].as_str().unwrap_or(""))
         });
         match (host_ip_env, listen) {
-            (Some(var), Some(l)) if l.starts_with(&format!("$({var}):")) => {}
+            // The bare address: `$(VAR):9810` is ambiguous when status.hostIP is IPv6.
+            (Some(var), Some(l)) if **l == format!("$({var})") => {}
             _ => p.push(format!(
-                "--listen is {listen:?}; on the host network it must be $(VAR):9810 with VAR from status.hostIP"
+                "--listen is {listen:?}; on the host network it must be $(VAR) (port 9810) with VAR from status.hostIP"
             )),
         }
         // hostPath: single files of kubeadm's layout, and no key the monitor does not read.
