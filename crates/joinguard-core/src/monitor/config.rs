@@ -458,6 +458,17 @@ fn cluster_args(
         None => Ok(default),
         Some(s) => parse_duration(s).map_err(|e| field(name, e.to_string())),
     };
+    if c.certificate_key.is_some() {
+        return Err(field(
+            "cluster.certificateKey",
+            "the monitor runs for months, but kubeadm deletes the kubeadm-certs Secret 2 hours \
+             after `kubeadm init phase upload-certs` and a certificate minted from it lives 1 \
+             hour: mount the etcd client files instead (/etc/kubernetes/pki/etcd/ca.crt, \
+             apiserver-etcd-client.crt and apiserver-etcd-client.key) and set etcdCacert, \
+             etcdCert and etcdKey, or certDir"
+                .into(),
+        ));
+    }
     // The cluster section's fields under their kubeadm flag names, so that kubeadm's rule for
     // `--config` beside flags applies to `joinConfig` beside them too.
     let mut given = Vec::new();
@@ -545,24 +556,35 @@ mod tests {
         assert_eq!(c.shard, Shard::default());
     }
 
-    /// The token and certificate key of the cluster section never show in Debug output, and a
-    /// wrong YAML type for them is reported without the value.
+    /// The token of the cluster section never shows in Debug output, and a wrong YAML type for
+    /// it is reported without the value.
     #[test]
     fn cluster_secrets_are_redacted() {
         let c = parse(
-            "cluster:\n  token: abcdef.0123456789abcdef\n  certificateKey: 00112233\n  discoveryTokenUnsafeSkipCaVerification: true\n  apiServerEndpoint: 10.0.0.10:6443\n",
+            "cluster:\n  token: abcdef.0123456789abcdef\n  discoveryTokenUnsafeSkipCaVerification: true\n  apiServerEndpoint: 10.0.0.10:6443\n",
         )
         .unwrap();
         let spec = c.cluster.unwrap();
         let shown = format!("{spec:?}");
         assert!(!shown.contains("0123456789abcdef"), "{shown}");
-        assert!(!shown.contains("00112233"), "{shown}");
         assert_eq!(
             spec.token.as_ref().map(|t| t.expose()),
             Some("abcdef.0123456789abcdef")
         );
         let e = parse("cluster:\n  token: [abcdef.0123456789abcdef]\n").unwrap_err();
         assert!(!e.to_string().contains("0123456789abcdef"), "{e}");
+    }
+
+    /// A certificate key has no place in a service that runs for months: the message says which
+    /// files to mount instead, and never repeats the key.
+    #[test]
+    fn a_certificate_key_is_refused_with_the_files_to_mount() {
+        let e = parse("cluster:\n  certificateKey: 00112233\n  token: abcdef.0123456789abcdef\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cluster.certificateKey"), "{e}");
+        assert!(e.contains("apiserver-etcd-client.crt"), "{e}");
+        assert!(!e.contains("00112233"), "{e}");
     }
 
     /// A monitor user is told about the key they wrote in monitor.yaml, never about a flag of
