@@ -154,6 +154,8 @@ fn preflight_cert_dir(dir: &Path) -> (i32, String, String) {
     ])
 }
 
+/// A damaged etcd CA key in `--cert-dir` is exit 2 before any network call; a damaged cluster CA
+/// key is not read until an admin certificate is minted with it.
 #[test]
 fn an_encrypted_or_truncated_key_in_the_cert_dir_is_exit_2_before_any_network_call() {
     let pki = KubeadmPki::with_profile(KeyProfile::RSA_2048).unwrap();
@@ -181,6 +183,16 @@ fn an_encrypted_or_truncated_key_in_the_cert_dir_is_exit_2_before_any_network_ca
             std::fs::write(&path, &body).unwrap();
             // The 198.18.0.1 endpoint is in no lab: any network call would fail differently.
             let (code, stdout, stderr) = preflight_cert_dir(dir.path());
+            assert_no_key_bytes(&body, &stderr);
+            assert_no_key_bytes(original.as_bytes(), &stderr);
+            if rel == "ca.key" {
+                // The cluster CA key is read only to mint the admin certificate that lists the
+                // etcd pods (issue 31): a damaged one does not stop a run before that, and is
+                // named when it is needed (unit test `the_cluster_ca_key_is_read_only_to_mint`).
+                assert!(stderr.contains("Discovering"), "{rel}: {stdout}{stderr}");
+                assert!(!stderr.contains(found), "{rel}: read up front: {stderr}");
+                continue;
+            }
             assert_eq!(code, 2, "{rel}: {stdout}{stderr}");
             assert!(
                 stderr.contains(&format!("--cert-dir: {}: {found}", path.display())),
