@@ -636,8 +636,17 @@ async fn snapshot_probe_stops_at_the_byte_cap() {
     let mut m = etcd::connect(&etcd.client_url(), Some(&etcd.etcd_tls()), TIMEOUT)
         .await
         .unwrap();
-    let db_size = m.status().await.unwrap().1.db_size as u64;
+    // etcd commits its backend in batches (every 100 ms, `--backend-batch-interval`): Status
+    // reports the new size once the batch of the puts above is committed.
     let cap = 64 * 1024;
+    let grown_by = std::time::Instant::now() + Duration::from_secs(5);
+    let db_size = loop {
+        let size = m.status().await.unwrap().1.db_size as u64;
+        if size > 2 * cap || std::time::Instant::now() > grown_by {
+            break size;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert!(db_size > 2 * cap, "db {db_size} B");
     let s = m
         .snapshot_probe(cap, Duration::from_secs(10))
