@@ -1,9 +1,11 @@
 //! The commands' inputs as plain values: what the binary's flags (or the monitor's YAML) say,
-//! with no clap in sight. The binary maps its clap structs onto these one field at a time; each
-//! command validates its spec into its own input type and keeps its error wording, so a bad
-//! value still gets exit 2 and a message naming the flag.
+//! with no clap in sight. Stage one of two: the binary fills a spec from its flags by field name
+//! (`command_args!` in its cli.rs, where each input's help text lives), the monitor from its
+//! YAML; stage two validates a spec into the command's input (`PreflightInput`, `StatusInput`,
+//! `TraceInput`), whose errors name each input as the user spelled it ([`crate::input`]).
 //!
-//! Owns no parsing of command lines and no defaults: the flags' defaults live with the flags.
+//! Owns no parsing of command lines. Defaults are stated once, here ([`PreflightSpec::new`] and
+//! the constants); the binary's test checks its flags' defaults against them.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,130 +51,95 @@ pub const DEFAULT_ETCD_ELECTION_TIMEOUT: Duration = Duration::from_secs(1);
 pub const DEFAULT_PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `joinguard preflight`'s inputs as given (flags, or a monitor's `cluster:` section), before
-/// [`crate::preflight::resolve_input`] validates them. `given` lists the kubeadm flag names set.
+/// [`crate::preflight::PreflightInput::from_spec`] validates them. `given` lists the kubeadm flag names set.
 #[derive(Debug, Clone)]
 pub struct PreflightSpec {
-    /// The API endpoint or load balancer, as in `kubeadm join`: host:port or https://host:port.
+    /// The API endpoint or load balancer (kubeadm join's API_SERVER_ENDPOINT).
     pub api_server_endpoint: Option<String>,
 
-    /// CA bundle that signs the API server's certificate (kubeadm: /etc/kubernetes/pki/ca.crt).
-    /// Without it, the API is probed up to the TLS handshake and /readyz is not verified.
+    /// The CA bundle that signs the API server's certificate; without it /readyz is not verified.
     pub apiserver_cacert: Option<PathBuf>,
 
-    /// kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API's
-    /// /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, tokens, CA pins, control plane,
-    /// certificate key, node name, ignorePreflightErrors and timeouts come from it. As in kubeadm,
-    /// it cannot be mixed with kubeadm's flags except --node-name (overrides the file),
-    /// --ignore-preflight-errors (merged with the file's list), --dry-run, --rootfs, --v,
-    /// --log-file and --skip-* (`can not mix '--config' with arguments [...]`, exit 2); kubeadm
-    /// ignores the API endpoint argument beside it, and so does joinguard. joinguard's own
-    /// flags (--timeout, --wait, -o, --etcd-*, --cert-dir, ...) may be given beside it.
+    /// A kubeadm JoinConfiguration (v1beta3 or v1beta4); mixed with flags under kubeadm's rule.
     pub config: Option<PathBuf>,
 
-    /// Bootstrap token for discovery and TLS bootstrap, as `kubeadm join --token`: the token
-    /// for --discovery-token and --tls-bootstrap-token when those are not given. With
-    /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
-    /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
-    /// server.
+    /// The bootstrap token (kubeadm's --token): the default for the two below.
     pub token: Option<crate::secret::Secret>,
 
-    /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
+    /// The token for token discovery (kubeadm's --discovery-token).
     pub discovery_token: Option<crate::secret::Secret>,
 
-    /// The TLS bootstrap token (kubeadm's --tls-bootstrap-token; default --token). The kubelet
-    /// uses it, not joinguard: it is only checked for its form and never printed.
+    /// The TLS bootstrap token: the kubelet's; only checked for its form, never printed.
     pub tls_bootstrap_token: Option<crate::secret::Secret>,
 
-    /// File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and
-    /// CA are trusted as they are. An https:// URL is refused (exit 2): download it first.
+    /// File discovery: a kubeconfig whose server and CA are trusted as they are.
     pub discovery_file: Option<String>,
 
-    /// A control-plane join (kubeadm's --control-plane): the etcd paths are checked too. Without
-    /// it (and without controlPlane in --config) this is a worker join: only the API path is
-    /// checked, unless etcd inputs (--etcd-endpoints, --certificate-key, --cert-dir, ...) are
-    /// given.
+    /// A control-plane join: the etcd paths are judged too.
     pub control_plane: bool,
 
-    /// This node's address (kubeadm's --apiserver-advertise-address; its etcd member will
-    /// advertise https://ADDR:2380). It must be one of this host's addresses, and the route to
-    /// every etcd member must leave from it: etcd checks a peer certificate's SANs against the
-    /// address the peer connects from.
+    /// This node's address; its etcd member will advertise https://ADDR:2380.
     pub apiserver_advertise_address: Option<String>,
 
-    /// The port this node's API server will bind (kubeadm's --apiserver-bind-port, default
-    /// 6443): validated and reported.
+    /// The port this node's API server will bind (validated and reported).
     pub apiserver_bind_port: Option<u16>,
 
-    /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
+    /// Pins of the cluster CA's public key, `sha256:<hex>`.
     pub discovery_token_ca_cert_hash: Vec<String>,
 
-    /// Allow discovery without a pin (as kubeadm; joinguard warns). Pins that are given are
-    /// checked all the same, as kubeadm checks them.
+    /// Discovery without a pin (as kubeadm, with a warning); given pins are still checked.
     pub discovery_token_unsafe_skip_ca_verification: bool,
 
-    /// The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as
-    /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
-    /// an etcd client identity: the external etcd client certificate, or one minted from the
-    /// stacked etcd CA. Nothing is written to disk.
+    /// kubeadm's upload-certs key: decrypts kubeadm-certs in memory for an etcd identity.
     pub certificate_key: Option<crate::secret::Secret>,
 
-    /// Directory holding the CA certificates and keys that kubeadm's manual certificate
-    /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm
-    /// join`: etcd/ca.crt and etcd/ca.key, and optionally ca.crt and ca.key (kubeadm:
-    /// /etc/kubernetes/pki). With --token, it gives preflight the etcd client identity that
-    /// --certificate-key would, without reading kubeadm-certs. Keys are only read into memory.
+    /// kubeadm's certificate directory (etcd/ca.crt, etcd/ca.key, ...): an etcd identity
+    /// without kubeadm-certs.
     pub cert_dir: Option<PathBuf>,
 
-    /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
+    /// etcd client URLs.
     pub etcd_endpoints: Vec<String>,
 
-    /// etcd peer URLs (port 2380). Optional: taken from MemberList when an identity is given.
+    /// etcd peer URLs; from MemberList when an identity is given.
     pub etcd_peer_endpoints: Vec<String>,
 
-    /// CA that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
+    /// The CA that signs the etcd server certificates.
     pub etcd_cacert: Option<PathBuf>,
 
-    /// Client certificate for etcd, signed by the etcd CA
-    /// (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt).
+    /// An etcd client certificate, signed by the etcd CA.
     pub etcd_cert: Option<PathBuf>,
 
-    /// Private key of --etcd-cert.
+    /// The private key of `etcd_cert`.
     pub etcd_key: Option<PathBuf>,
 
-    /// The cluster's etcd --heartbeat-interval. Latency thresholds scale with it.
+    /// The cluster's etcd heartbeat interval: latency thresholds scale with it.
     pub etcd_heartbeat_interval: Duration,
 
-    /// The cluster's etcd --election-timeout. The RTT must stay below a tenth of it.
+    /// The cluster's etcd election timeout: the RTT must stay below a tenth of it.
     pub etcd_election_timeout: Duration,
 
-    /// Checks whose errors become warnings, comma-separated, or `all` (e.g.
-    /// EtcdPeerLatency,PacketLoss). kubeadm's own check names (NumCPU, Mem, Port-6443, ...) are
-    /// accepted and noted, so the kubeadm join line works unchanged; with --config the file's
-    /// nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them.
+    /// Checks whose errors become warnings, or `all`; kubeadm's own check names are noted.
     pub ignore_preflight_errors: Vec<String>,
 
-    /// Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it,
-    /// a read, and a revoke. Nothing outlives the lease, even after kill -9.
+    /// Also write to etcd: a lease, one key bound to it, a read and a revoke.
     pub write_probe: bool,
 
-    /// Measure member-to-joiner throughput for longer: the snapshot stream that predicts the
-    /// learner's catch-up runs for up to 20 s instead of 5 s (it runs by default).
+    /// Run the snapshot stream for up to 20 s instead of 5 s.
     pub bandwidth: bool,
 
-    /// Skip the bandwidth probe (a bounded snapshot stream from the leader).
+    /// Skip the bandwidth probe.
     pub no_bandwidth: bool,
 
-    /// Instead of failing at once, re-check with backoff until fit or until this long has passed
-    /// (e.g. 5m): covers a load balancer that is reloading.
+    /// Re-check with backoff until fit or until this long has passed.
     pub wait: Option<Duration>,
 
-    /// Deadline for one whole check run. The run ends by then, with a verdict.
+    /// The deadline for one whole check run.
     pub timeout: Duration,
 
-    /// Name of this node, used in the write probe's key (default: the hostname).
+    /// This node's name (default: the hostname).
     pub node_name: Option<String>,
 
-    /// Report format.
+    /// The report format.
     pub output: Output,
 
     /// The long names of the flags given on the command line (filled by the binary from clap's
@@ -263,10 +230,10 @@ pub struct StatusSpec {
     pub spelling: crate::input::Spelling,
 }
 
-/// `joinguard trace`'s inputs as given; [`crate::trace::command::spec_from_request`] validates
-/// and resolves them into a [`crate::trace::TraceSpec`].
+/// `joinguard trace`'s inputs as given; [`crate::trace::TraceInput::from_spec`] validates
+/// and resolves them into a [`crate::trace::TraceInput`].
 #[derive(Debug, Clone)]
-pub struct TraceRequest {
+pub struct TraceSpec {
     /// Host to trace: an IPv4 address or a name, optionally with :PORT (sets --port).
     pub target: String,
 

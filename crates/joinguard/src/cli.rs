@@ -3,7 +3,7 @@
 //! that every bad value gets the same exit code (2) and a message naming the flag.
 //!
 //! The binary's: the core never sees a clap type. Each command's flags map onto its plain spec in
-//! `joinguard_core::spec` (the `From` impls below); completions and man pages render from here.
+//! `joinguard_core::spec` by name (`command_args!`); completions and man pages render from here.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +14,45 @@ use joinguard_core::secret::Secret;
 use joinguard_core::spec;
 
 pub use joinguard_core::duration::parse_duration;
+
+/// Declares a command's clap struct and its one mapping onto the core's spec (the first of the
+/// two stages: flags -> `joinguard_core::spec` -> the command's validated input). Every field is
+/// the spec's field of the same name (`.into()` bridges the binary's `ValueEnum`s), so a new
+/// input is one field here, with its flag and help, and one in the core's spec; the compiler
+/// names a field the other side lacks. A field marked `#[binary_only]` stays here (a secret's
+/// `--*-file`, folded into its flag by [`parse_from`]; kubeadm's flags joinguard does not use).
+macro_rules! command_args {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident => $spec:path { $($body:tt)* }
+    ) => {
+        command_args!(@field [$(#[$meta])* $name $spec] [] [] $($body)*);
+    };
+    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*]
+        #[binary_only] $(#[$m:meta])* pub $f:ident : $t:ty, $($rest:tt)*
+    ) => {
+        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)*] $($rest)*);
+    };
+    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*]
+        $(#[$m:meta])* pub $f:ident : $t:ty, $($rest:tt)*
+    ) => {
+        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)* $f] $($rest)*);
+    };
+    (@field [$(#[$meta:meta])* $name:ident $spec:path] [$($out:tt)*] [$($mapped:ident)*]) => {
+        $(#[$meta])*
+        pub struct $name { $($out)* }
+
+        impl From<$name> for $spec {
+            #[allow(clippy::useless_conversion)]
+            fn from(a: $name) -> Self {
+                Self {
+                    $( $mapped: a.$mapped.into(), )*
+                    spelling: FLAGS,
+                }
+            }
+        }
+    };
+}
 
 /// joinguard: make kubeadm control-plane joins fail fast on an unfit network, and recover by
 /// themselves from transient API faults.
@@ -363,194 +402,199 @@ pub enum Output {
     Json,
 }
 
-#[derive(Args, Debug)]
-#[command(after_long_help = PREFLIGHT_EXAMPLES)]
-pub struct PreflightArgs {
-    /// The API endpoint or load balancer, as in `kubeadm join`: host:port or https://host:port.
-    #[arg(value_name = "API_SERVER_ENDPOINT")]
-    pub api_server_endpoint: Option<String>,
+command_args! {
+    #[derive(Args, Debug)]
+    #[command(after_long_help = PREFLIGHT_EXAMPLES)]
+    pub struct PreflightArgs => spec::PreflightSpec {
+        /// The API endpoint or load balancer, as in `kubeadm join`: host:port or https://host:port.
+        #[arg(value_name = "API_SERVER_ENDPOINT")]
+        pub api_server_endpoint: Option<String>,
 
-    /// CA bundle that signs the API server's certificate (kubeadm: /etc/kubernetes/pki/ca.crt).
-    /// Without it, the API is probed up to the TLS handshake and /readyz is not verified.
-    #[arg(long, value_name = "FILE")]
-    pub apiserver_cacert: Option<PathBuf>,
+        /// CA bundle that signs the API server's certificate (kubeadm: /etc/kubernetes/pki/ca.crt).
+        /// Without it, the API is probed up to the TLS handshake and /readyz is not verified.
+        #[arg(long, value_name = "FILE")]
+        pub apiserver_cacert: Option<PathBuf>,
 
-    /// kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API's
-    /// /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, tokens, CA pins, control plane,
-    /// certificate key, node name, ignorePreflightErrors and timeouts come from it. As in kubeadm,
-    /// it cannot be mixed with kubeadm's flags except --node-name (overrides the file),
-    /// --ignore-preflight-errors (merged with the file's list), --dry-run, --rootfs, --v,
-    /// --log-file and --skip-* (`can not mix '--config' with arguments [...]`, exit 2); kubeadm
-    /// ignores the API endpoint argument beside it, and so does joinguard. joinguard's own
-    /// flags (--timeout, --wait, -o, --etcd-*, --cert-dir, ...) may be given beside it.
-    #[arg(long, value_name = "JOIN.yaml")]
-    pub config: Option<PathBuf>,
+        /// kubeadm JoinConfiguration (v1beta3 or v1beta4), e.g. Cluster API's
+        /// /run/kubeadm/kubeadm-join-config.yaml: the API endpoint, tokens, CA pins, control plane,
+        /// certificate key, node name, ignorePreflightErrors and timeouts come from it. As in kubeadm,
+        /// it cannot be mixed with kubeadm's flags except --node-name (overrides the file),
+        /// --ignore-preflight-errors (merged with the file's list), --dry-run, --rootfs, --v,
+        /// --log-file and --skip-* (`can not mix '--config' with arguments [...]`, exit 2); kubeadm
+        /// ignores the API endpoint argument beside it, and so does joinguard. joinguard's own
+        /// flags (--timeout, --wait, -o, --etcd-*, --cert-dir, ...) may be given beside it.
+        #[arg(long, value_name = "JOIN.yaml")]
+        pub config: Option<PathBuf>,
 
-    /// Bootstrap token for discovery and TLS bootstrap, as `kubeadm join --token`: the token
-    /// for --discovery-token and --tls-bootstrap-token when those are not given. With
-    /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
-    /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
-    /// server.
-    #[arg(value_parser = parse_secret,
-        long,
-        value_name = "TOKEN",
-        conflicts_with = "apiserver_cacert",
-        env = "JOINGUARD_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<Secret>,
+        /// Bootstrap token for discovery and TLS bootstrap, as `kubeadm join --token`: the token
+        /// for --discovery-token and --tls-bootstrap-token when those are not given. With
+        /// discovery, the cluster CA is learned from kube-public/cluster-info, verified with the
+        /// token's JWS and the --discovery-token-ca-cert-hash pins, and used to verify the API
+        /// server.
+        #[arg(value_parser = parse_secret,
+            long,
+            value_name = "TOKEN",
+            conflicts_with = "apiserver_cacert",
+            env = "JOINGUARD_TOKEN",
+            hide_env_values = true
+        )]
+        pub token: Option<Secret>,
 
-    /// Read --token from FILE (its first line) instead: a token on the command line can be read
-    /// by every user of this host while joinguard runs.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "apiserver_cacert"],
-          value_parser = read_secret_file)]
-    pub token_file: Option<Secret>,
+        #[binary_only]
+        /// Read --token from FILE (its first line) instead: a token on the command line can be read
+        /// by every user of this host while joinguard runs.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["token", "apiserver_cacert"],
+              value_parser = read_secret_file)]
+        pub token_file: Option<Secret>,
 
-    /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
-    #[arg(value_parser = parse_secret, long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
-    pub discovery_token: Option<Secret>,
+        /// The token for token-based discovery (kubeadm's --discovery-token; default --token).
+        #[arg(value_parser = parse_secret, long, value_name = "TOKEN", conflicts_with = "apiserver_cacert")]
+        pub discovery_token: Option<Secret>,
 
-    /// The TLS bootstrap token (kubeadm's --tls-bootstrap-token; default --token). The kubelet
-    /// uses it, not joinguard: it is only checked for its form and never printed.
-    #[arg(value_parser = parse_secret, long, value_name = "TOKEN")]
-    pub tls_bootstrap_token: Option<Secret>,
+        /// The TLS bootstrap token (kubeadm's --tls-bootstrap-token; default --token). The kubelet
+        /// uses it, not joinguard: it is only checked for its form and never printed.
+        #[arg(value_parser = parse_secret, long, value_name = "TOKEN")]
+        pub tls_bootstrap_token: Option<Secret>,
 
-    /// File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and
-    /// CA are trusted as they are. An https:// URL is refused (exit 2): download it first.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["discovery_token", "apiserver_cacert"])]
-    pub discovery_file: Option<String>,
+        /// File-based discovery, as `kubeadm join --discovery-file`: a kubeconfig whose server and
+        /// CA are trusted as they are. An https:// URL is refused (exit 2): download it first.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["discovery_token", "apiserver_cacert"])]
+        pub discovery_file: Option<String>,
 
-    /// A control-plane join (kubeadm's --control-plane): the etcd paths are checked too. Without
-    /// it (and without controlPlane in --config) this is a worker join: only the API path is
-    /// checked, unless etcd inputs (--etcd-endpoints, --certificate-key, --cert-dir, ...) are
-    /// given.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
-          hide_possible_values = true)]
-    pub control_plane: bool,
+        /// A control-plane join (kubeadm's --control-plane): the etcd paths are checked too. Without
+        /// it (and without controlPlane in --config) this is a worker join: only the API path is
+        /// checked, unless etcd inputs (--etcd-endpoints, --certificate-key, --cert-dir, ...) are
+        /// given.
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+              default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
+              hide_possible_values = true)]
+        pub control_plane: bool,
 
-    /// This node's address (kubeadm's --apiserver-advertise-address; its etcd member will
-    /// advertise https://ADDR:2380). It must be one of this host's addresses, and the route to
-    /// every etcd member must leave from it: etcd checks a peer certificate's SANs against the
-    /// address the peer connects from.
-    #[arg(long, value_name = "IP")]
-    pub apiserver_advertise_address: Option<String>,
+        /// This node's address (kubeadm's --apiserver-advertise-address; its etcd member will
+        /// advertise https://ADDR:2380). It must be one of this host's addresses, and the route to
+        /// every etcd member must leave from it: etcd checks a peer certificate's SANs against the
+        /// address the peer connects from.
+        #[arg(long, value_name = "IP")]
+        pub apiserver_advertise_address: Option<String>,
 
-    /// The port this node's API server will bind (kubeadm's --apiserver-bind-port, default
-    /// 6443): validated and reported.
-    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
-    pub apiserver_bind_port: Option<u16>,
+        /// The port this node's API server will bind (kubeadm's --apiserver-bind-port, default
+        /// 6443): validated and reported.
+        #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+        pub apiserver_bind_port: Option<u16>,
 
-    /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
-    #[arg(long, value_name = "sha256:HEX", value_delimiter = ',')]
-    pub discovery_token_ca_cert_hash: Vec<String>,
+        /// Pin(s) of the cluster CA's public key, `sha256:<hex>`, as kubeadm join takes them.
+        #[arg(long, value_name = "sha256:HEX", value_delimiter = ',')]
+        pub discovery_token_ca_cert_hash: Vec<String>,
 
-    /// Allow discovery without a pin (as kubeadm; joinguard warns). Pins that are given are
-    /// checked all the same, as kubeadm checks them.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
-          hide_possible_values = true)]
-    pub discovery_token_unsafe_skip_ca_verification: bool,
+        /// Allow discovery without a pin (as kubeadm; joinguard warns). Pins that are given are
+        /// checked all the same, as kubeadm checks them.
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+              default_missing_value = "true", default_value = "false", value_parser = parse_go_bool,
+              hide_possible_values = true)]
+        pub discovery_token_unsafe_skip_ca_verification: bool,
 
-    /// The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as
-    /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
-    /// an etcd client identity: the external etcd client certificate, or one minted from the
-    /// stacked etcd CA. Nothing is written to disk.
-    #[arg(value_parser = parse_secret, long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"],
-          env = "JOINGUARD_CERTIFICATE_KEY", hide_env_values = true)]
-    pub certificate_key: Option<Secret>,
+        /// The key from `kubeadm init phase upload-certs --upload-certs` (64 hex digits), as
+        /// `kubeadm join --certificate-key`. With --token, it decrypts kubeadm-certs in memory to get
+        /// an etcd client identity: the external etcd client certificate, or one minted from the
+        /// stacked etcd CA. Nothing is written to disk.
+        #[arg(value_parser = parse_secret, long, value_name = "HEX", conflicts_with_all = ["etcd_cert", "etcd_key"],
+              env = "JOINGUARD_CERTIFICATE_KEY", hide_env_values = true)]
+        pub certificate_key: Option<Secret>,
 
-    /// Read --certificate-key from FILE (its first line) instead of the command line.
-    #[arg(long, value_name = "FILE",
-          conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"],
-          value_parser = read_secret_file)]
-    pub certificate_key_file: Option<Secret>,
+        #[binary_only]
+        /// Read --certificate-key from FILE (its first line) instead of the command line.
+        #[arg(long, value_name = "FILE",
+              conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"],
+              value_parser = read_secret_file)]
+        pub certificate_key_file: Option<Secret>,
 
-    /// Directory holding the CA certificates and keys that kubeadm's manual certificate
-    /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm
-    /// join`: etcd/ca.crt and etcd/ca.key, and optionally ca.crt and ca.key (kubeadm:
-    /// /etc/kubernetes/pki). With --token, it gives preflight the etcd client identity that
-    /// --certificate-key would, without reading kubeadm-certs. Keys are only read into memory.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"])]
-    pub cert_dir: Option<PathBuf>,
+        /// Directory holding the CA certificates and keys that kubeadm's manual certificate
+        /// distribution (and Cluster API) places on a joining control-plane node before `kubeadm
+        /// join`: etcd/ca.crt and etcd/ca.key, and optionally ca.crt and ca.key (kubeadm:
+        /// /etc/kubernetes/pki). With --token, it gives preflight the etcd client identity that
+        /// --certificate-key would, without reading kubeadm-certs. Keys are only read into memory.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["certificate_key", "etcd_cert", "etcd_key"])]
+        pub cert_dir: Option<PathBuf>,
 
-    /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
-    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
-    pub etcd_endpoints: Vec<String>,
+        /// etcd client URLs, comma-separated: https://10.0.0.11:2379,https://10.0.0.12:2379.
+        #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+        pub etcd_endpoints: Vec<String>,
 
-    /// etcd peer URLs (port 2380). Optional: taken from MemberList when an identity is given.
-    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
-    pub etcd_peer_endpoints: Vec<String>,
+        /// etcd peer URLs (port 2380). Optional: taken from MemberList when an identity is given.
+        #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+        pub etcd_peer_endpoints: Vec<String>,
 
-    /// CA that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
-    #[arg(long, value_name = "FILE")]
-    pub etcd_cacert: Option<PathBuf>,
+        /// CA that signs the etcd server certificates (kubeadm: /etc/kubernetes/pki/etcd/ca.crt).
+        #[arg(long, value_name = "FILE")]
+        pub etcd_cacert: Option<PathBuf>,
 
-    /// Client certificate for etcd, signed by the etcd CA
-    /// (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt).
-    #[arg(long, value_name = "FILE", requires = "etcd_key")]
-    pub etcd_cert: Option<PathBuf>,
+        /// Client certificate for etcd, signed by the etcd CA
+        /// (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt).
+        #[arg(long, value_name = "FILE", requires = "etcd_key")]
+        pub etcd_cert: Option<PathBuf>,
 
-    /// Private key of --etcd-cert.
-    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
-    pub etcd_key: Option<PathBuf>,
+        /// Private key of --etcd-cert.
+        #[arg(long, value_name = "FILE", requires = "etcd_cert")]
+        pub etcd_key: Option<PathBuf>,
 
-    /// The cluster's etcd --heartbeat-interval. Latency thresholds scale with it.
-    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
-    pub etcd_heartbeat_interval: Duration,
+        /// The cluster's etcd --heartbeat-interval. Latency thresholds scale with it.
+        #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
+        pub etcd_heartbeat_interval: Duration,
 
-    /// The cluster's etcd --election-timeout. Peer RTT warns above a tenth of it and fails above
-    /// a quarter (docs/thresholds.md).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    pub etcd_election_timeout: Duration,
+        /// The cluster's etcd --election-timeout. Peer RTT warns above a tenth of it and fails above
+        /// a quarter (docs/thresholds.md).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+        pub etcd_election_timeout: Duration,
 
-    /// Checks whose errors become warnings, comma-separated, or `all` (e.g.
-    /// EtcdPeerLatency,PacketLoss). kubeadm's own check names (NumCPU, Mem, Port-6443, ...) are
-    /// accepted and noted, so the kubeadm join line works unchanged; with --config the file's
-    /// nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them.
-    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
-    pub ignore_preflight_errors: Vec<String>,
+        /// Checks whose errors become warnings, comma-separated, or `all` (e.g.
+        /// EtcdPeerLatency,PacketLoss). kubeadm's own check names (NumCPU, Mem, Port-6443, ...) are
+        /// accepted and noted, so the kubeadm join line works unchanged; with --config the file's
+        /// nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them.
+        #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+        pub ignore_preflight_errors: Vec<String>,
 
-    /// Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it,
-    /// a read, and a revoke. Nothing outlives the lease, even after kill -9.
-    #[arg(long)]
-    pub write_probe: bool,
+        /// Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it,
+        /// a read, and a revoke. Nothing outlives the lease, even after kill -9.
+        #[arg(long)]
+        pub write_probe: bool,
 
-    /// Measure member-to-joiner throughput for longer. With an etcd identity, preflight reads
-    /// the first 8 MiB of a snapshot from the leader, for at most 5 s, to predict the learner's
-    /// catch-up (EtcdSnapshotTransfer); this allows 20 s (and fails without an identity).
-    #[arg(long)]
-    pub bandwidth: bool,
+        /// Measure member-to-joiner throughput for longer. With an etcd identity, preflight reads
+        /// the first 8 MiB of a snapshot from the leader, for at most 5 s, to predict the learner's
+        /// catch-up (EtcdSnapshotTransfer); this allows 20 s (and fails without an identity).
+        #[arg(long)]
+        pub bandwidth: bool,
 
-    /// Skip the bandwidth probe (the bounded snapshot read behind EtcdSnapshotTransfer).
-    #[arg(long, conflicts_with = "bandwidth")]
-    pub no_bandwidth: bool,
+        /// Skip the bandwidth probe (the bounded snapshot read behind EtcdSnapshotTransfer).
+        #[arg(long, conflicts_with = "bandwidth")]
+        pub no_bandwidth: bool,
 
-    /// Instead of failing at once, re-check with backoff until fit or until this long has passed
-    /// (e.g. 5m): covers a load balancer that is reloading.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub wait: Option<Duration>,
+        /// Instead of failing at once, re-check with backoff until fit or until this long has passed
+        /// (e.g. 5m): covers a load balancer that is reloading.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        pub wait: Option<Duration>,
 
-    /// Deadline for one whole check run. The run ends by then, with a verdict.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
-    pub timeout: Duration,
+        /// Deadline for one whole check run. The run ends by then, with a verdict.
+        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+        pub timeout: Duration,
 
-    /// Name of this node, used in the write probe's key (default: the hostname).
-    #[arg(long, value_name = "NAME")]
-    pub node_name: Option<String>,
+        /// Name of this node, used in the write probe's key (default: the hostname).
+        #[arg(long, value_name = "NAME")]
+        pub node_name: Option<String>,
 
-    /// Report format.
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
+        /// Report format.
+        #[arg(short, long, value_enum, default_value_t = Output::Text)]
+        pub output: Output,
 
-    #[command(flatten)]
-    pub kubeadm: KubeadmIgnored,
+        /// The long names of the flags given on the command line (filled by the binary from clap's
+        /// matches; the monitor fills it from its cluster section). kubeadm's `--config` rule and
+        /// the `-v` list of unused flags are judged from it.
+        #[arg(skip)]
+        pub given: Vec<String>,
 
-    /// The long names of the flags given on the command line (filled by the binary from clap's
-    /// matches; the monitor fills it from its cluster section). kubeadm's `--config` rule and
-    /// the `-v` list of unused flags are judged from it.
-    #[arg(skip)]
-    pub given: Vec<String>,
+        #[binary_only]
+        #[command(flatten)]
+        pub kubeadm: KubeadmIgnored,
+    }
 }
 
 /// kubeadm join's flags that joinguard accepts and does not use, so that the kubeadm join
@@ -641,120 +685,124 @@ pub struct KubeadmIgnored {
     pub stderrthreshold: Option<String>,
 }
 
-/// `joinguard update-status`.
-///
-/// Performs the status writes of a control-plane join, the step where joins die on one transient
-/// API error. Clusters whose kubeadm-config has a ClusterStatus (kubeadm < 1.22): set this node's
-/// apiEndpoints entry and ensure the Role and RoleBinding kubeadm:nodes-kubeadm-config. Newer
-/// clusters: mark the Node as control plane (label and NoSchedule taint). Every call is retried on
-/// the write or read policy (40 s / 15 s budgets, docs/retries.md); a 409 re-reads and re-applies;
-/// a second run changes nothing and says so.
-#[derive(Args, Debug)]
-#[command(after_long_help = UPDATE_STATUS_EXAMPLES)]
-pub struct UpdateStatusArgs {
-    /// kubeconfig with the credentials to write with (kubeadm: /etc/kubernetes/admin.conf).
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "/etc/kubernetes/admin.conf"
-    )]
-    pub kubeconfig: PathBuf,
+command_args! {
+    /// `joinguard update-status`.
+    ///
+    /// Performs the status writes of a control-plane join, the step where joins die on one transient
+    /// API error. Clusters whose kubeadm-config has a ClusterStatus (kubeadm < 1.22): set this node's
+    /// apiEndpoints entry and ensure the Role and RoleBinding kubeadm:nodes-kubeadm-config. Newer
+    /// clusters: mark the Node as control plane (label and NoSchedule taint). Every call is retried on
+    /// the write or read policy (40 s / 15 s budgets, docs/retries.md); a 409 re-reads and re-applies;
+    /// a second run changes nothing and says so.
+    #[derive(Args, Debug)]
+    #[command(after_long_help = UPDATE_STATUS_EXAMPLES)]
+    pub struct UpdateStatusArgs => spec::StatusSpec {
+        /// kubeconfig with the credentials to write with (kubeadm: /etc/kubernetes/admin.conf).
+        #[arg(
+            long,
+            value_name = "FILE",
+            default_value = "/etc/kubernetes/admin.conf"
+        )]
+        pub kubeconfig: PathBuf,
 
-    /// kubeconfig context to use (default: its current-context).
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
+        /// kubeconfig context to use (default: its current-context).
+        #[arg(long, value_name = "NAME")]
+        pub context: Option<String>,
 
-    /// kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and
-    /// timeouts.kubernetesAPICall are read from it. As in kubeadm, --node-name may be given
-    /// beside it (and overrides the file); --apiserver-advertise-address and
-    /// --apiserver-bind-port may not (`can not mix '--config' with arguments [...]`, exit 2).
-    #[arg(long, value_name = "JOIN.yaml")]
-    pub config: Option<PathBuf>,
+        /// kubeadm JoinConfiguration (v1beta3 or v1beta4): node name, local API endpoint and
+        /// timeouts.kubernetesAPICall are read from it. As in kubeadm, --node-name may be given
+        /// beside it (and overrides the file); --apiserver-advertise-address and
+        /// --apiserver-bind-port may not (`can not mix '--config' with arguments [...]`, exit 2).
+        #[arg(long, value_name = "JOIN.yaml")]
+        pub config: Option<PathBuf>,
 
-    /// This node's name (default: the hostname, as kubeadm).
-    #[arg(long, value_name = "NAME")]
-    pub node_name: Option<String>,
+        /// This node's name (default: the hostname, as kubeadm).
+        #[arg(long, value_name = "NAME")]
+        pub node_name: Option<String>,
 
-    /// The address this node's API server advertises (needed for ClusterStatus clusters).
-    #[arg(long, value_name = "IP")]
-    pub apiserver_advertise_address: Option<std::net::IpAddr>,
+        /// The address this node's API server advertises (needed for ClusterStatus clusters).
+        #[arg(long, value_name = "IP")]
+        pub apiserver_advertise_address: Option<std::net::IpAddr>,
 
-    /// The port this node's API server binds (default 6443).
-    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
-    pub apiserver_bind_port: Option<u16>,
+        /// The port this node's API server binds (default 6443).
+        #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+        pub apiserver_bind_port: Option<u16>,
 
-    /// Deadline for the whole command; each call's own budget also applies.
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
-    pub timeout: Duration,
+        /// Deadline for the whole command; each call's own budget also applies.
+        #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+        pub timeout: Duration,
 
-    /// Report format.
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
+        /// Report format.
+        #[arg(short, long, value_enum, default_value_t = Output::Text)]
+        pub output: Output,
 
-    /// The long names of the flags given on the command line (see [`PreflightArgs::given`]).
-    #[arg(skip)]
-    pub given: Vec<String>,
+        /// The long names of the flags given on the command line (see [`PreflightArgs::given`]).
+        #[arg(skip)]
+        pub given: Vec<String>,
+    }
 }
 
-/// `joinguard trace`.
-///
-/// Sends probes with increasing TTL and reports, per hop: the address, probes sent and answered,
-/// loss, RTT last/avg/best/worst and jitter (mtr's: the mean difference between consecutive
-/// RTTs). Then it says whether the target was reached and at which hop latency or loss first
-/// appears: a figure counts only if it persists to the hops behind it, because routers answer
-/// traces on a slow, rate-limited path. Raw sockets need root or CAP_NET_RAW.
-#[derive(Args, Debug)]
-#[command(after_long_help = TRACE_EXAMPLES)]
-pub struct TraceArgs {
-    /// Host to trace: an IPv4 address or a name, optionally with :PORT (sets --port).
-    #[arg(value_name = "TARGET")]
-    pub target: String,
+command_args! {
+    /// `joinguard trace`.
+    ///
+    /// Sends probes with increasing TTL and reports, per hop: the address, probes sent and answered,
+    /// loss, RTT last/avg/best/worst and jitter (mtr's: the mean difference between consecutive
+    /// RTTs). Then it says whether the target was reached and at which hop latency or loss first
+    /// appears: a figure counts only if it persists to the hops behind it, because routers answer
+    /// traces on a slow, rate-limited path. Raw sockets need root or CAP_NET_RAW.
+    #[derive(Args, Debug)]
+    #[command(after_long_help = TRACE_EXAMPLES)]
+    pub struct TraceArgs => spec::TraceSpec {
+        /// Host to trace: an IPv4 address or a name, optionally with :PORT (sets --port).
+        #[arg(value_name = "TARGET")]
+        pub target: String,
 
-    /// Probe type. `tcp` sends SYNs to --port and never completes a handshake: it follows the
-    /// path a service's connections take, through firewalls that treat ICMP differently.
-    #[arg(long, value_enum, default_value_t = TraceProtocol::Icmp)]
-    pub protocol: TraceProtocol,
+        /// Probe type. `tcp` sends SYNs to --port and never completes a handshake: it follows the
+        /// path a service's connections take, through firewalls that treat ICMP differently.
+        #[arg(long, value_enum, default_value_t = TraceProtocol::Icmp)]
+        pub protocol: TraceProtocol,
 
-    /// Destination port: required for tcp; for udp a fixed port instead of 33434 and up.
-    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: Option<u16>,
+        /// Destination port: required for tcp; for udp a fixed port instead of 33434 and up.
+        #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+        pub port: Option<u16>,
 
-    /// Probes per hop (mtr's --report-cycles).
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub cycles: u32,
+        /// Probes per hop (mtr's --report-cycles).
+        #[arg(short = 'c', long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        pub cycles: u32,
 
-    /// Highest TTL probed.
-    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u8).range(1..=64))]
-    pub max_hops: u8,
+        /// Highest TTL probed.
+        #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u8).range(1..=64))]
+        pub max_hops: u8,
 
-    /// Time between two cycles. Routers rate-limit their answers (Linux: about one per second
-    /// per source after a burst of 6), so faster cycles can show loss at a router that is not on
-    /// the path.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    pub interval: Duration,
+        /// Time between two cycles. Routers rate-limit their answers (Linux: about one per second
+        /// per source after a burst of 6), so faster cycles can show loss at a router that is not on
+        /// the path.
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+        pub interval: Duration,
 
-    /// How long one probe waits for its answer before it counts as lost.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    pub probe_timeout: Duration,
+        /// How long one probe waits for its answer before it counts as lost.
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+        pub probe_timeout: Duration,
 
-    /// Deadline for the whole trace; it then ends with the hops it saw.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub timeout: Duration,
+        /// Deadline for the whole trace; it then ends with the hops it saw.
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        pub timeout: Duration,
 
-    /// Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace).
-    #[arg(long)]
-    pub dns: bool,
+        /// Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace).
+        #[arg(long)]
+        pub dns: bool,
 
-    /// Size of each probe in bytes, IP header included (mtr's -s), sent with DF set. A router
-    /// that answers "fragmentation needed" puts its MTU in the MTU column, and later probes
-    /// shrink to it; where larger packets vanish silently, the hops past that point go dark.
-    /// At most the MTU of the interface toward TARGET.
-    #[arg(short = 's', long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(28..=9000))]
-    pub size: Option<u16>,
+        /// Size of each probe in bytes, IP header included (mtr's -s), sent with DF set. A router
+        /// that answers "fragmentation needed" puts its MTU in the MTU column, and later probes
+        /// shrink to it; where larger packets vanish silently, the hops past that point go dark.
+        /// At most the MTU of the interface toward TARGET.
+        #[arg(short = 's', long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(28..=9000))]
+        pub size: Option<u16>,
 
-    /// Report format.
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
+        /// Report format.
+        #[arg(short, long, value_enum, default_value_t = Output::Text)]
+        pub output: Output,
+    }
 }
 
 const TRACE_EXAMPLES: &str = "\
@@ -1030,84 +1078,6 @@ impl Cli {
             .map(joinguard_core::kubeadm::flags::klog_level_to_verbosity)
             .unwrap_or(0);
         self.verbose.max(klog)
-    }
-}
-
-// The first stage of two: clap's structs onto the core's plain specs, one field at a time (the
-// core validates them; its messages name the flags).
-
-impl From<PreflightArgs> for spec::PreflightSpec {
-    fn from(a: PreflightArgs) -> Self {
-        spec::PreflightSpec {
-            api_server_endpoint: a.api_server_endpoint,
-            apiserver_cacert: a.apiserver_cacert,
-            config: a.config,
-            token: a.token,
-            discovery_token: a.discovery_token,
-            tls_bootstrap_token: a.tls_bootstrap_token,
-            discovery_file: a.discovery_file,
-            control_plane: a.control_plane,
-            apiserver_advertise_address: a.apiserver_advertise_address,
-            apiserver_bind_port: a.apiserver_bind_port,
-            discovery_token_ca_cert_hash: a.discovery_token_ca_cert_hash,
-            discovery_token_unsafe_skip_ca_verification: a
-                .discovery_token_unsafe_skip_ca_verification,
-            certificate_key: a.certificate_key,
-            cert_dir: a.cert_dir,
-            etcd_endpoints: a.etcd_endpoints,
-            etcd_peer_endpoints: a.etcd_peer_endpoints,
-            etcd_cacert: a.etcd_cacert,
-            etcd_cert: a.etcd_cert,
-            etcd_key: a.etcd_key,
-            etcd_heartbeat_interval: a.etcd_heartbeat_interval,
-            etcd_election_timeout: a.etcd_election_timeout,
-            ignore_preflight_errors: a.ignore_preflight_errors,
-            write_probe: a.write_probe,
-            bandwidth: a.bandwidth,
-            no_bandwidth: a.no_bandwidth,
-            wait: a.wait,
-            timeout: a.timeout,
-            node_name: a.node_name,
-            output: a.output.into(),
-            given: a.given,
-            spelling: FLAGS,
-        }
-    }
-}
-
-impl From<UpdateStatusArgs> for spec::StatusSpec {
-    fn from(a: UpdateStatusArgs) -> Self {
-        spec::StatusSpec {
-            kubeconfig: a.kubeconfig,
-            context: a.context,
-            config: a.config,
-            node_name: a.node_name,
-            apiserver_advertise_address: a.apiserver_advertise_address,
-            apiserver_bind_port: a.apiserver_bind_port,
-            timeout: a.timeout,
-            output: a.output.into(),
-            given: a.given,
-            spelling: FLAGS,
-        }
-    }
-}
-
-impl From<TraceArgs> for spec::TraceRequest {
-    fn from(a: TraceArgs) -> Self {
-        spec::TraceRequest {
-            target: a.target,
-            protocol: a.protocol.into(),
-            port: a.port,
-            cycles: a.cycles,
-            max_hops: a.max_hops,
-            interval: a.interval,
-            probe_timeout: a.probe_timeout,
-            timeout: a.timeout,
-            dns: a.dns,
-            size: a.size,
-            output: a.output.into(),
-            spelling: FLAGS,
-        }
     }
 }
 

@@ -10,14 +10,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use joinguard_core::monitor::{self, DEFAULT_LISTEN};
-use joinguard_core::preflight;
+use joinguard_core::preflight::{self, PreflightInput};
 use joinguard_core::status;
-use joinguard_core::trace::command::spec_from_request;
 use joinguard_core::trace::report::TracedPath;
-use joinguard_core::trace::{self, TraceError};
+use joinguard_core::trace::{self, TraceError, TraceInput};
 use joinguard_core::{
     Ending, MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, Render, StatusInput,
-    StatusReport, StatusSpec, Stopped, TraceRequest,
+    StatusReport, StatusSpec, Stopped, TraceSpec,
 };
 use tokio::runtime::Runtime;
 
@@ -90,7 +89,7 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
             unused.join(", ")
         ));
     }
-    let mut input = match rt.block_on(preflight::resolve_input(spec, &Recorder::new(), &Stderr)) {
+    let mut input = match rt.block_on(PreflightInput::from_spec(spec, &Recorder::new(), &Stderr)) {
         Ok(i) => i,
         Err(e) => return stopped("preflight", &e),
     };
@@ -116,7 +115,7 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
 
 /// `joinguard update-status`.
 pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
-    let input = match StatusInput::from_args(&spec, &Stderr) {
+    let input = match StatusInput::from_spec(&spec, &Stderr) {
         Ok(i) => i,
         Err(e) => return stopped("update-status", &Stopped::Invalid(e.to_string())),
     };
@@ -136,8 +135,8 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
 }
 
 /// `joinguard trace`.
-pub fn trace(rt: &Runtime, request: TraceRequest) -> Ending {
-    let spec = match rt.block_on(spec_from_request(&request)) {
+pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
+    let spec = match rt.block_on(TraceInput::from_spec(&request)) {
         Ok(s) => s,
         Err(e) => return stopped("trace", &Stopped::Invalid(e.to_string())),
     };

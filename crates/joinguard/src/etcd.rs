@@ -19,7 +19,7 @@ use joinguard_core::joinconfig::JoinConfig;
 use joinguard_core::learner::{
     self, CleanupOutcome, CleanupSpec, EtcdAccess, MemberRef, NodeRef, PromoteOutcome, PromoteSpec,
 };
-use joinguard_core::preflight::resolve_input;
+use joinguard_core::preflight::PreflightInput;
 use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use joinguard_core::retry::AttemptRecord;
 use joinguard_core::{Ending, Output as CoreOutput, PreflightSpec, Recorder, Render, Stopped};
@@ -139,7 +139,7 @@ fn resolve(
 }
 
 /// Without `--etcd-endpoints`: the members and the etcd client identity found as preflight
-/// finds them from the join's inputs (`preflight::resolve_input`, one input model): token
+/// finds them from the join's inputs (`PreflightInput::from_spec`, one input model): token
 /// discovery from `--config`, then kubeadm-config for the members and kubeadm-certs (the
 /// config's `certificateKey`), `--cert-dir`, or the shared certificates kubeadm expects on this
 /// node for the identity.
@@ -196,7 +196,7 @@ fn discovered(
         given,
         ..PreflightSpec::new(FLAGS)
     };
-    let input = rt.block_on(resolve_input(spec, &Recorder::new(), &Stderr))?;
+    let input = rt.block_on(PreflightInput::from_spec(spec, &Recorder::new(), &Stderr))?;
     let ca = input.etcd_ca.ok_or_else(|| {
         Stopped::Failed(format!(
             "{cmd}: discovery found no etcd CA (an external etcd without kubeadm-certs?); give \

@@ -104,7 +104,7 @@ pub struct PreflightInput {
 
 impl PreflightInput {
     /// Validates the inputs of `joinguard preflight`.
-    pub fn from_args(a: &PreflightSpec) -> Result<PreflightInput, InputError> {
+    pub(crate) fn validate(a: &PreflightSpec) -> Result<PreflightInput, InputError> {
         let name = |i: Input| a.spelling.name(i);
         let api_ca = load_ca(name(Input::ApiserverCacert), a.apiserver_cacert.as_deref())?;
         let api = a

@@ -25,63 +25,65 @@ use crate::target::TargetKind;
 
 use super::input::{self, InputError, PreflightInput};
 
-/// Turns preflight's inputs into validated targets and TLS material: the kubeadm join line
-/// first (flags, or `--config` under kubeadm's mixing rule), then token discovery
-/// (cluster-info, kubeadm-config, kubeadm-certs) when a token is given. `joinguard monitor`
-/// reuses it, so both commands accept the same inputs. Errors say why it stopped (invalid
-/// input, trust failure, discovery failed) with the message; progress lines go to `notes`.
-pub async fn resolve_input(
-    mut args: PreflightSpec,
-    recorder: &Recorder,
-    notes: &dyn Notes,
-) -> Result<PreflightInput, Stopped> {
-    let invalid = |e: InputError| Stopped::Invalid(e.to_string());
-    let line = kubeadm_join_line(&mut args, notes).map_err(invalid)?;
-    let mut discovery = DiscoveryInput::from_args(&args).map_err(invalid)?;
-    // A control-plane verdict needs the etcd paths: with no etcd input, the identity comes from
-    // the shared certificates kubeadm expects on this node; without token discovery there is
-    // no way to find the members at all.
-    if line.control_plane && !line.explicit_etcd {
-        match &mut discovery {
-            Some(d) => d.shared_certificates = true,
-            None => return Err(Stopped::Invalid(no_etcd_input(args.spelling))),
-        }
-    }
-    let mut input = PreflightInput::from_args(&args).map_err(invalid)?;
-    if let Some(ca) = line.file_ca {
-        input.api_ca = Some(ca);
-    }
-    input.control_plane = line.control_plane;
-    input.advertise_address = line.advertise_address;
-    input.notes.extend(line.notes);
-    for k in input.ignore.kubeadm_checks() {
-        input.notes.push(format!(
-            "{k} is a kubeadm check; joinguard has nothing to ignore for it"
-        ));
-    }
-    let want_etcd = line.control_plane || line.explicit_etcd;
-    if let Some(d) = discovery {
-        let budget = match line.discovery_timeout {
-            Some(t) => input.timeout.min(t),
-            None => input.timeout,
-        };
-        match d.run(budget, recorder, notes).await {
-            Ok(found) => found
-                .apply(&mut input, &args, want_etcd, notes)
-                .map_err(invalid)?,
-            Err(e) => {
-                let message = e.to_string();
-                return Err(match e {
-                    DiscoveryError::Trust(t) => {
-                        Stopped::Trust(t.context("trust failure during token discovery: "))
-                    }
-                    DiscoveryError::Input(_) => Stopped::Invalid(message),
-                    DiscoveryError::Failed(_) => Stopped::Failed(message),
-                });
+impl PreflightInput {
+    /// `joinguard preflight`'s validated input, from its spec: the kubeadm join line first (flags,
+    /// or `--config` under kubeadm's mixing rule), then token discovery (cluster-info,
+    /// kubeadm-config, kubeadm-certs) when a token is given. `joinguard monitor` and `joinguard etcd`
+    /// use it too, so every command accepts the same inputs. Errors say why it stopped (invalid
+    /// input, trust failure, discovery failed) with the message; progress lines go to `notes`.
+    pub async fn from_spec(
+        mut args: PreflightSpec,
+        recorder: &Recorder,
+        notes: &dyn Notes,
+    ) -> Result<PreflightInput, Stopped> {
+        let invalid = |e: InputError| Stopped::Invalid(e.to_string());
+        let line = kubeadm_join_line(&mut args, notes).map_err(invalid)?;
+        let mut discovery = DiscoveryInput::from_args(&args).map_err(invalid)?;
+        // A control-plane verdict needs the etcd paths: with no etcd input, the identity comes from
+        // the shared certificates kubeadm expects on this node; without token discovery there is
+        // no way to find the members at all.
+        if line.control_plane && !line.explicit_etcd {
+            match &mut discovery {
+                Some(d) => d.shared_certificates = true,
+                None => return Err(Stopped::Invalid(no_etcd_input(args.spelling))),
             }
         }
+        let mut input = PreflightInput::validate(&args).map_err(invalid)?;
+        if let Some(ca) = line.file_ca {
+            input.api_ca = Some(ca);
+        }
+        input.control_plane = line.control_plane;
+        input.advertise_address = line.advertise_address;
+        input.notes.extend(line.notes);
+        for k in input.ignore.kubeadm_checks() {
+            input.notes.push(format!(
+                "{k} is a kubeadm check; joinguard has nothing to ignore for it"
+            ));
+        }
+        let want_etcd = line.control_plane || line.explicit_etcd;
+        if let Some(d) = discovery {
+            let budget = match line.discovery_timeout {
+                Some(t) => input.timeout.min(t),
+                None => input.timeout,
+            };
+            match d.run(budget, recorder, notes).await {
+                Ok(found) => found
+                    .apply(&mut input, &args, want_etcd, notes)
+                    .map_err(invalid)?,
+                Err(e) => {
+                    let message = e.to_string();
+                    return Err(match e {
+                        DiscoveryError::Trust(t) => {
+                            Stopped::Trust(t.context("trust failure during token discovery: "))
+                        }
+                        DiscoveryError::Input(_) => Stopped::Invalid(message),
+                        DiscoveryError::Failed(_) => Stopped::Failed(message),
+                    });
+                }
+            }
+        }
+        Ok(input)
     }
-    Ok(input)
 }
 
 /// A control-plane join given neither token discovery nor any etcd input.

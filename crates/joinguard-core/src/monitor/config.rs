@@ -152,7 +152,7 @@ pub struct MonitorConfig {
     pub path_mtu_interval: Duration,
     pub listen: Option<SocketAddr>,
     pub targets: Vec<StaticTarget>,
-    /// preflight's inputs for the cluster section, ready for `preflight::resolve_input`.
+    /// preflight's inputs for the cluster section, ready for `PreflightInput::from_spec`.
     pub cluster: Option<PreflightSpec>,
     pub shard: Shard,
     /// Which joinguard this is, for `joinguard_build_info` (not from the file: the binary sets
@@ -611,7 +611,7 @@ mod tests {
                 "cluster.nodeName `CP_2`",
             ),
         ] {
-            let msg = crate::discovery::input::PreflightInput::from_args(&spec(yaml))
+            let msg = crate::discovery::input::PreflightInput::validate(&spec(yaml))
                 .unwrap_err()
                 .to_string();
             assert!(msg.starts_with(key), "{yaml}: {msg}");

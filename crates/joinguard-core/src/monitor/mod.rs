@@ -205,7 +205,7 @@ pub async fn start(
     // Targets MemberList does not change: the static list and the cluster's API endpoint.
     let mut fixed: Vec<Planned> = planned.clone();
     if let Some(args) = config.cluster.take() {
-        let input = crate::discovery::join::resolve_input(args, &recorder, notes)
+        let input = crate::discovery::input::PreflightInput::from_spec(args, &recorder, notes)
             .await
             .map_err(|e| match e {
                 // Invalid input names its `cluster.*` key already.

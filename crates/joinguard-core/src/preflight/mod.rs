@@ -1,6 +1,6 @@
 //! `joinguard preflight`: decides whether this node's network can carry a control-plane join.
 //!
-//! Flow: a `PreflightSpec` -> [`resolve_input`] (in `discovery::join`: the kubeadm join line,
+//! Flow: a `PreflightSpec` -> [`PreflightInput::from_spec`] (in `discovery::join`: the kubeadm join line,
 //! the validated targets and TLS material, token discovery) -> [`run`] (the paced, adaptive
 //! sampler) -> `stats` -> `check` -> `report`. With `--wait`, the whole check is repeated on the
 //! retry layer's schedule until fit or until the wait ends.
@@ -29,7 +29,6 @@ use crate::target::{Target, TargetKind};
 use report::Report;
 
 pub use crate::discovery::input::{self, InputError, PreflightInput};
-pub use crate::discovery::join::resolve_input;
 pub use run::Observations;
 
 /// The result of one check run.

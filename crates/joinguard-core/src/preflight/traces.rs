@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::check::{CheckName, Status};
 use crate::preflight::report::{Report, TargetTrace};
 use crate::trace::report::TracedPath;
-use crate::trace::{self, TraceError, TraceProtocol, TraceSpec};
+use crate::trace::{self, TraceError, TraceInput, TraceProtocol};
 
 /// Probes per hop of a preflight trace: enough for a loss figure per hop, as mtr's default.
 const CYCLES: u32 = 10;
@@ -108,7 +108,7 @@ pub async fn attach(report: &mut Report, left: Duration, notes: &dyn crate::note
         set.spawn(async move {
             let r = match trace::command::resolve(&host).await {
                 Ok(addr) => {
-                    let spec = TraceSpec {
+                    let spec = TraceInput {
                         label: host.clone(),
                         target: addr,
                         protocol: TraceProtocol::Tcp,

@@ -259,7 +259,7 @@ pub enum StatusInputError {
 
 impl StatusInput {
     /// Validates the flags (and the files they name) into an input. Every error names its flag.
-    pub fn from_args(
+    pub fn from_spec(
         a: &StatusSpec,
         notes: &dyn crate::notes::Notes,
     ) -> Result<StatusInput, StatusInputError> {

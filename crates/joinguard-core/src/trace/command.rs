@@ -1,13 +1,13 @@
 //! `joinguard trace`'s inputs: validates the request (its errors name the flag, exit 2) and
-//! resolves the target into a [`TraceSpec`]. The binary runs the tracer and prints.
+//! resolves the target into a [`TraceInput`]. The binary runs the tracer and prints.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use crate::input::{Input, Named};
-use crate::spec::TraceRequest;
+use crate::spec::TraceSpec;
 
-use super::{packet, TraceError, TraceProtocol, TraceSpec};
+use super::{packet, TraceError, TraceInput, TraceProtocol};
 
 /// Why `joinguard trace`'s inputs cannot be used (exit 2). Each names the flag or argument.
 #[derive(Debug, thiserror::Error)]
@@ -79,68 +79,71 @@ pub enum ResolveError {
     NoAddress,
 }
 
-/// Validated inputs. Every error names the input it is about, as the user gave it.
-pub async fn spec_from_request(a: &TraceRequest) -> Result<TraceSpec, TraceInputError> {
-    let name = |i: Input| a.spelling.name(i);
-    let (host, port_in_target) = split_target(&a.target)?;
-    let port = match (a.port, port_in_target) {
-        (Some(p), Some(q)) if p != q => {
-            return Err(TraceInputError::PortsDisagree {
-                input: name(Input::Port),
-                port: p,
-                target: a.target.clone(),
-                in_target: q,
-            })
+impl TraceInput {
+    /// `joinguard trace`'s validated input, the target resolved. Every error names the input it is
+    /// about, as the user gave it.
+    pub async fn from_spec(a: &TraceSpec) -> Result<TraceInput, TraceInputError> {
+        let name = |i: Input| a.spelling.name(i);
+        let (host, port_in_target) = split_target(&a.target)?;
+        let port = match (a.port, port_in_target) {
+            (Some(p), Some(q)) if p != q => {
+                return Err(TraceInputError::PortsDisagree {
+                    input: name(Input::Port),
+                    port: p,
+                    target: a.target.clone(),
+                    in_target: q,
+                })
+            }
+            (p, q) => p.or(q),
+        };
+        match (a.protocol, port) {
+            (TraceProtocol::Tcp, None) => {
+                return Err(TraceInputError::TcpNeedsPort {
+                    protocol: name(Input::Protocol),
+                    port: name(Input::Port),
+                })
+            }
+            (TraceProtocol::Icmp, Some(p)) => {
+                return Err(TraceInputError::IcmpHasNoPort {
+                    input: name(Input::Port),
+                    port: p,
+                    protocol: name(Input::Protocol),
+                })
+            }
+            _ => {}
         }
-        (p, q) => p.or(q),
-    };
-    match (a.protocol, port) {
-        (TraceProtocol::Tcp, None) => {
-            return Err(TraceInputError::TcpNeedsPort {
-                protocol: name(Input::Protocol),
-                port: name(Input::Port),
-            })
+        for (input, d) in [
+            (Input::Interval, a.interval),
+            (Input::ProbeTimeout, a.probe_timeout),
+            (Input::Timeout, a.timeout),
+        ] {
+            if d.is_zero() {
+                return Err(TraceInputError::Zero(name(input)));
+            }
         }
-        (TraceProtocol::Icmp, Some(p)) => {
-            return Err(TraceInputError::IcmpHasNoPort {
-                input: name(Input::Port),
-                port: p,
-                protocol: name(Input::Protocol),
-            })
+        let target = resolve(&host)
+            .await
+            .map_err(|source| TraceInputError::Resolve {
+                host: host.clone(),
+                source,
+            })?;
+        if let Some(size) = a.size {
+            check_size(name(Input::Size), size, a.protocol, target)?;
         }
-        _ => {}
+        Ok(TraceInput {
+            label: host,
+            target,
+            protocol: a.protocol,
+            port,
+            cycles: a.cycles,
+            max_hops: a.max_hops,
+            interval: a.interval,
+            probe_timeout: a.probe_timeout,
+            timeout: a.timeout,
+            dns: a.dns,
+            size: a.size,
+        })
     }
-    for (input, d) in [
-        (Input::Interval, a.interval),
-        (Input::ProbeTimeout, a.probe_timeout),
-        (Input::Timeout, a.timeout),
-    ] {
-        if d.is_zero() {
-            return Err(TraceInputError::Zero(name(input)));
-        }
-    }
-    let target = resolve(&host)
-        .await
-        .map_err(|source| TraceInputError::Resolve {
-            host: host.clone(),
-            source,
-        })?;
-    if let Some(size) = a.size {
-        check_size(name(Input::Size), size, a.protocol, target)?;
-    }
-    Ok(TraceSpec {
-        label: host,
-        target,
-        protocol: a.protocol,
-        port,
-        cycles: a.cycles,
-        max_hops: a.max_hops,
-        interval: a.interval,
-        probe_timeout: a.probe_timeout,
-        timeout: a.timeout,
-        dns: a.dns,
-        size: a.size,
-    })
 }
 
 /// The probe size fits the probe's headers and the interface the route to `target` leaves by (a

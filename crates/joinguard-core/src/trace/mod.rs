@@ -39,7 +39,7 @@ pub const UDP_BASE_PORT: u16 = 33434;
 
 /// What to trace and how long for.
 #[derive(Clone, Debug)]
-pub struct TraceSpec {
+pub struct TraceInput {
     /// The target as the user gave it (a name or an address), for the report.
     pub label: String,
     pub target: Ipv4Addr,
@@ -221,7 +221,7 @@ struct Wire {
 }
 
 /// Runs one trace. Ends by `spec.timeout` whatever the path does.
-pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
+pub async fn trace(spec: &TraceInput) -> Result<PathTrace, TraceError> {
     let started = Instant::now();
     let deadline = started + spec.timeout;
     let target = spec.target;
@@ -382,7 +382,7 @@ pub async fn trace(spec: &TraceSpec) -> Result<PathTrace, TraceError> {
 
 /// Sends the next probe with `ttl` for `cycle` at `size`, and records it.
 fn send_and_record(
-    spec: &TraceSpec,
+    spec: &TraceInput,
     wire: &Wire,
     ttl: u8,
     cycle: u32,
@@ -443,7 +443,7 @@ fn mark_mtu_drops(trace: &mut PathTrace, reports: &[(u8, u16, Ipv4Addr)]) {
 
 /// Sends the probe number `seq` with `ttl`, of `size` bytes when given.
 fn send_probe(
-    spec: &TraceSpec,
+    spec: &TraceInput,
     w: &Wire,
     ttl: u8,
     seq: usize,
@@ -540,7 +540,7 @@ fn drain(
 
 /// Builds the hop table from the probes.
 fn summarize(
-    spec: &TraceSpec,
+    spec: &TraceInput,
     probes: &[Probe],
     target_ttl: Option<u8>,
     dead_end: Option<(u8, u8)>,
