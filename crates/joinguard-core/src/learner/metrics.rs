@@ -7,7 +7,10 @@
 //! at 0009808f5c66e87cead133ccc5c6d00149aae951), which answers from the start (measured in the lab
 //! tests): `etcd_server_proposals_committed_total` (a gauge of the committed
 //! raft index) and `etcd_network_peer_received_bytes_total` (bytes received from peers) give the
-//! learner's index and the transfer rate. Plain HTTP, read-only, bounded in time and size.
+//! learner's index and the transfer rate; `etcd_network_snapshot_receive_inflights_total` says a
+//! snapshot is on its way (its bytes are counted nowhere until it is applied: measured on etcd
+//! 3.5.30, a 45 MiB snapshot at 1 MB/s showed index 0 and 38 KiB received for 50 s, then the
+//! leader's index at once). Plain HTTP, read-only, bounded in time and size.
 
 use std::time::Duration;
 
@@ -22,6 +25,10 @@ const MAX_BYTES: usize = 4 << 20;
 pub(crate) struct LearnerMetrics {
     pub committed_index: Option<u64>,
     pub received_bytes: Option<u64>,
+    /// A snapshot from a peer is being received (`etcd_network_snapshot_receive_inflights_total`
+    /// above 0). Its bytes are not in `received_bytes`, and the committed index stays 0 until it
+    /// is applied.
+    pub receiving_snapshot: Option<bool>,
 }
 
 /// `GET <url>/metrics` (url `http://host:port`), within `timeout`. `None` on any failure: this
@@ -56,6 +63,8 @@ pub(crate) fn parse(text: &str) -> LearnerMetrics {
     LearnerMetrics {
         committed_index: sum(text, "etcd_server_proposals_committed_total").map(|v| v as u64),
         received_bytes: sum(text, "etcd_network_peer_received_bytes_total").map(|v| v as u64),
+        receiving_snapshot: sum(text, "etcd_network_snapshot_receive_inflights_total")
+            .map(|v| v > 0.0),
     }
 }
 
@@ -86,10 +95,15 @@ mod tests {
                     etcd_server_proposals_committed_total 1234\n\
                     etcd_server_proposals_committed_total_other 9\n\
                     etcd_network_peer_received_bytes_total{From=\"0\"} 10\n\
-                    etcd_network_peer_received_bytes_total{From=\"8e9e05c52164694d\"} 2.5e+06\n";
+                    etcd_network_peer_received_bytes_total{From=\"8e9e05c52164694d\"} 2.5e+06\n\
+                    etcd_network_snapshot_receive_inflights_total{From=\"8e9e05c52164694d\"} 1\n";
         let m = parse(text);
         assert_eq!(m.committed_index, Some(1234));
         assert_eq!(m.received_bytes, Some(2_500_010));
+        assert_eq!(m.receiving_snapshot, Some(true));
         assert_eq!(parse("").committed_index, None);
+        assert_eq!(parse("").receiving_snapshot, None);
+        let done = "etcd_network_snapshot_receive_inflights_total{From=\"8e\"} 0\n";
+        assert_eq!(parse(done).receiving_snapshot, Some(false));
     }
 }

@@ -35,6 +35,9 @@ pub struct CatchUp {
     pub source: Option<&'static str>,
     /// Bytes the learner has received from its peers (metrics listener only).
     pub received_bytes: Option<u64>,
+    /// The learner is receiving a snapshot (metrics listener only). Its bytes are counted
+    /// nowhere until it is applied, so there is no rate and no estimate meanwhile.
+    pub receiving_snapshot: bool,
     /// Raft entries per second the learner gained since the previous observation.
     pub entries_per_sec: Option<f64>,
     /// Bytes per second the learner received since the previous observation.
@@ -56,6 +59,13 @@ impl CatchUp {
 impl fmt::Display for CatchUp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.learner_index {
+            Some(0) | None if self.receiving_snapshot => write!(
+                f,
+                "receiving the leader's snapshot (its database is {}; etcd shows no progress \
+                 within a snapshot, the index moves when it is applied); leader raft index {}",
+                bytes(self.leader_db_size),
+                self.leader_index
+            )?,
             Some(l) => write!(
                 f,
                 "learner raft index {l} of leader's {} ({:.0}%)",
@@ -122,6 +132,7 @@ impl Estimator {
             leader_db_size,
             source: learner.source,
             received_bytes: learner.received_bytes,
+            receiving_snapshot: learner.receiving_snapshot,
             entries_per_sec: None,
             bytes_per_sec: None,
             eta: None,
@@ -150,6 +161,11 @@ impl Estimator {
             }
         }
         let target = leader_index as f64 * READY_PERCENT;
+        if learner.receiving_snapshot && learner.index.unwrap_or(0) == 0 {
+            // The peer byte rate is the heartbeats', not the snapshot's: no estimate.
+            out.entries_per_sec = None;
+            out.bytes_per_sec = None;
+        }
         match (learner.index, out.entries_per_sec, out.bytes_per_sec) {
             (Some(l), _, _) if l as f64 >= target => out.eta = Some(Duration::ZERO),
             (Some(l), Some(r), _) if r > 0.0 => {
@@ -176,6 +192,7 @@ impl Estimator {
 pub(crate) struct Sample {
     pub index: Option<u64>,
     pub received_bytes: Option<u64>,
+    pub receiving_snapshot: bool,
     pub source: Option<&'static str>,
 }
 
@@ -252,12 +269,31 @@ mod tests {
         let by_bytes = e.observe(t0 + Duration::from_secs(1), b(4_000_000), 10, 10_000_000);
         assert_eq!(by_bytes.bytes_per_sec, Some(2_000_000.0));
         assert_eq!(by_bytes.eta, Some(Duration::from_secs(3)));
+        // A snapshot in flight: heartbeat bytes only, so no rate and no estimate, and it says so.
+        let mut e = Estimator::default();
+        let snap = |n| Sample {
+            index: Some(0),
+            received_bytes: Some(n),
+            receiving_snapshot: true,
+            source: Some("metrics"),
+        };
+        e.observe(t0, snap(12_000), 7690, 47_000_000);
+        let during = e.observe(t0 + Duration::from_secs(5), snap(15_000), 7691, 47_000_000);
+        assert_eq!(during.eta, None);
+        assert_eq!(during.bytes_per_sec, None);
+        let text = during.to_string();
+        assert!(
+            text.starts_with("receiving the leader's snapshot (its database is 44.8 MiB"),
+            "{text}"
+        );
+        assert!(!text.contains("left"), "{text}");
         assert!(!CatchUp {
             learner_index: None,
             leader_index: 5,
             leader_db_size: 0,
             source: None,
             received_bytes: None,
+            receiving_snapshot: false,
             entries_per_sec: None,
             bytes_per_sec: None,
             eta: None

@@ -276,6 +276,7 @@ async fn check(
     if let Some(url) = metrics_url {
         if let Some(m) = metrics::read(url, st.conn.policy.per_attempt).await {
             sample.received_bytes = m.received_bytes;
+            sample.receiving_snapshot = m.receiving_snapshot.unwrap_or(false);
             if sample.index.is_none() && m.committed_index.is_some() {
                 sample.index = m.committed_index;
                 sample.source = Some("metrics");
