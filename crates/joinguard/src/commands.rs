@@ -100,7 +100,16 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
             .saturating_sub(started.elapsed())
             .max(Duration::from_millis(500));
     }
-    let outcome = rt.block_on(preflight::preflight(&input, &Stderr));
+    // The report's first line at once, as kubeadm prints its own: the run takes seconds, and
+    // the notes on stderr (traces, --wait) come after it, not before.
+    let header_shown = input.output == Output::Text;
+    if header_shown {
+        stdout_bytes(format!("{}\n", input.running_line()).as_bytes());
+    }
+    let mut outcome = rt.block_on(preflight::preflight(&input, &Stderr));
+    if let Outcome::Report(r) = &mut outcome {
+        r.header_shown = header_shown;
+    }
     match &outcome {
         Outcome::Trust(msg) => {
             say(&format!(

@@ -273,11 +273,25 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     let checks = checker.finish(checks);
     let mut report = Report::new(&summaries, checks, notes, took);
     report.ignored_all = input.ignore.is_all();
-    report.worker_join = !input.control_plane
-        && input.etcd_clients.is_empty()
-        && input.etcd_peers.is_empty()
-        && input.etcd_identity.is_none();
+    report.worker_join = input.worker_join();
     report
+}
+
+impl PreflightInput {
+    /// A worker join: no control plane asked for and no etcd input, so only the API is judged.
+    pub fn worker_join(&self) -> bool {
+        !self.control_plane
+            && self.etcd_clients.is_empty()
+            && self.etcd_peers.is_empty()
+            && self.etcd_identity.is_none()
+    }
+
+    /// The first line of the text report (`[preflight] Running joinguard pre-flight checks for
+    /// a control-plane join`), known before any probe: the binary prints it at once, as kubeadm
+    /// prints its own, and marks the report with [`Report::header_shown`].
+    pub fn running_line(&self) -> String {
+        report::running_line(self.worker_join())
+    }
 }
 
 /// Where the kernel would send this node's etcd traffic from. etcd peers check a peer

@@ -37,6 +37,10 @@ pub struct Report {
     /// A worker join (no `--control-plane`, no etcd inputs): only the API path was checked.
     #[serde(skip)]
     pub worker_join: bool,
+    /// The text report's first line was printed already, when the run started: the text
+    /// rendering leaves it out. Not part of the JSON document.
+    #[serde(skip)]
+    pub header_shown: bool,
     pub duration_ms: u64,
     /// Per-hop traces of failing targets (`joinguard trace`), when run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,6 +150,7 @@ impl Report {
             notes,
             ignored_all: false,
             worker_join: false,
+            header_shown: false,
             duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             traces: None,
             retries: None,
@@ -179,15 +184,10 @@ pub(crate) fn render_json<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
 /// Ignored checks print as `[WARNING Name]`, as kubeadm prints ignored errors; the JSON keeps
 /// their status `ignored`.
 pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
-    let join = if report.worker_join {
-        "a worker join"
-    } else {
-        "a control-plane join"
-    };
-    writeln!(
-        w,
-        "[preflight] Running joinguard pre-flight checks for {join}"
-    )?;
+    let join = join_kind(report.worker_join);
+    if !report.header_shown {
+        writeln!(w, "{}", running_line(report.worker_join))?;
+    }
     if let Some(scope) = scope_line(&report.scope) {
         writeln!(w, "[preflight] {scope}")?;
     }
@@ -285,6 +285,22 @@ pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
         }
     }
     Ok(())
+}
+
+fn join_kind(worker_join: bool) -> &'static str {
+    if worker_join {
+        "a worker join"
+    } else {
+        "a control-plane join"
+    }
+}
+
+/// The text report's first line.
+pub(crate) fn running_line(worker_join: bool) -> String {
+    format!(
+        "[preflight] Running joinguard pre-flight checks for {}",
+        join_kind(worker_join)
+    )
 }
 
 /// "Probing 1 API endpoint and 3 etcd members (client and peer ports)".

@@ -336,3 +336,56 @@ labtest!(
         assert!(!run.stdout.contains("EtcdUnstartedMember"), "{run}");
     }
 );
+
+labtest!(
+    /// The report's first line comes at once, before anything the run prints on stderr (the
+    /// note that the lossy path is being traced), as kubeadm's `[preflight] Running pre-flight checks` does:
+    /// read here from one stream that holds both, as a terminal shows them. With `-o json`,
+    /// stdout stays the JSON document alone.
+    the_running_line_comes_before_the_runs_own_notes,
+    lab(1),
+    |env| {
+        use std::io::Read;
+        // A lossy path to the API host: PacketLoss fails, and its path is traced.
+        let m2 = env.host("m2");
+        env.lab()
+            .net()
+            .set_link(env.joiner(), m2, Impairment::none().with_loss(0.3));
+        let api = format!("{}:6443", m2.addr());
+        let (mut reader, writer) = std::io::pipe().expect("pipe");
+        let mut cmd = env.command(["preflight", &api, "--timeout", "10s"]);
+        cmd.stdout(writer.try_clone().expect("pipe"))
+            .stderr(writer)
+            .stdin(std::process::Stdio::null());
+        let mut child = cmd.spawn().expect("spawn");
+        drop(cmd);
+        let mut both = String::new();
+        reader.read_to_string(&mut both).expect("read");
+        let status = child.wait().expect("wait");
+        eprintln!("{both}");
+        assert_eq!(status.code(), Some(1), "{both}");
+        let lines: Vec<&str> = both.lines().collect();
+        assert_eq!(
+            lines.first().copied(),
+            Some("[preflight] Running joinguard pre-flight checks for a worker join"),
+            "{both}"
+        );
+        let tracing = lines
+            .iter()
+            .position(|l| l.starts_with("[preflight] Tracing the path to"))
+            .unwrap_or_else(|| panic!("the failing API port is traced:\n{both}"));
+        assert!(tracing > 0);
+        assert_eq!(
+            both.matches("[preflight] Running joinguard").count(),
+            1,
+            "the line once, not again with the report:\n{both}"
+        );
+
+        let json = env.run(["preflight", &api, "--timeout", "10s", "-o", "json"]);
+        assert_eq!(json.code, 1, "{json}");
+        let doc: serde_json::Value = serde_json::from_str(&json.stdout)
+            .unwrap_or_else(|e| panic!("stdout is the JSON document alone ({e}):\n{json}"));
+        assert_eq!(doc["verdict"], "unfit", "{json}");
+        assert!(!json.stdout.contains("[preflight]"), "{json}");
+    }
+);
