@@ -4,7 +4,8 @@
 //! asserts the outcome a user would see and the writes etcd counted
 //! (`grpc_server_started_total{grpc_method=...}` on every member's `/metrics`).
 //!
-//! Tests whose name contains `etcd` run twice in CI, once per etcd version.
+//! Tests whose name contains `etcd` run on etcd 3.4.23 and again on 3.5.1 in CI, and every test
+//! here but the 100 MiB catch-up runs a third time on Debian sid's etcd (3.5.30; scripts/test).
 
 #[allow(dead_code)]
 #[path = "lab/schema.rs"]
@@ -591,39 +592,31 @@ fn rate_limited_catch_up(
         // The moment etcd would accept the promotion, watched from outside: the learner's
         // committed index (its metrics) at 90% of the leader's, every 100 ms.
         let watcher = s.spawn(|| {
+            let committed = |i| {
+                f.etcd
+                    .metric_sum(i, "etcd_server_proposals_committed_total")
+            };
+            let read = || {
+                let (l, m) = (committed(leader), committed(3));
+                let ready = matches!((&l, &m), (Ok(l), Ok(m)) if *l > 0.0 && *m >= l * 0.9);
+                (ready, (l, m))
+            };
             let mut last = None;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let l = f
-                    .etcd
-                    .metric_sum(leader, "etcd_server_proposals_committed_total");
-                let m = f
-                    .etcd
-                    .metric_sum(3, "etcd_server_proposals_committed_total");
-                if let (Ok(l), Ok(m)) = (&l, &m) {
-                    if *l > 0.0 && *m >= l * 0.9 {
-                        return Some(added.elapsed());
-                    }
+                let (ready, seen) = read();
+                if ready {
+                    return Some(added.elapsed());
                 }
-                last = Some((l, m));
+                last = Some(seen);
                 std::thread::sleep(Duration::from_millis(100));
             }
             // promote can finish between two reads (a snapshot applied moves the index from 0 to
             // the leader's at once): one read after it, at the watcher's 100 ms resolution.
-            let l = f
-                .etcd
-                .metric_sum(leader, "etcd_server_proposals_committed_total");
-            let m = f
-                .etcd
-                .metric_sum(3, "etcd_server_proposals_committed_total");
-            if let (Ok(l), Ok(m)) = (&l, &m) {
-                if *l > 0.0 && *m >= l * 0.9 {
-                    return Some(added.elapsed());
-                }
+            let (ready, seen) = read();
+            if ready {
+                return Some(added.elapsed());
             }
-            eprintln!(
-                "watcher: last leader, learner committed: {last:?}, then {:?}",
-                (l, m)
-            );
+            eprintln!("watcher: last leader, learner committed: {last:?}, then {seen:?}");
             None
         });
         let out = f
@@ -703,9 +696,10 @@ fn promote_etcd_waits_for_a_learner_behind_a_rate_limited_link_with_progress() {
 /// learner receives the leader's database as one snapshot, during which etcd counts no progress
 /// (index 0, only heartbeat bytes). promote says it is receiving the snapshot instead of
 /// reading the heartbeats as the rate (it printed "about 82380s left" before), and promotes
-/// once the snapshot is applied.
+/// once the snapshot is applied. (Not named `etcd`: it runs on 3.4.23 and on Debian sid's
+/// etcd, not again on 3.5.1, to keep CI under an hour.)
 #[test]
-fn promote_etcd_says_when_the_learner_receives_a_snapshot() {
+fn promote_says_when_the_learner_receives_a_snapshot() {
     let _g = serial();
     let events = rate_limited_catch_up(24, 4, Some(1000));
     let during: Vec<&String> = events
