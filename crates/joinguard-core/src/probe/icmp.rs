@@ -71,7 +71,7 @@ impl Pinger {
         let ident: u16 = rand::random();
         // The kernel hands this socket only echo replies from `dst` with our identifier: on a
         // busy node a raw ICMP socket otherwise receives every ICMP packet the host gets.
-        sock.attach_filter(&echo_reply_filter(dst, ident))?;
+        super::bpf::attach(&sock, &super::bpf::echo_reply(dst, ident))?;
         sock.set_nonblocking(true)?;
         // SAFETY: `sock` owns its fd, which stays open and unchanged until the AsyncFd (which
         // owns `sock`) is dropped.
@@ -257,30 +257,6 @@ pub(crate) fn raw_socket() -> Result<Socket, IcmpError> {
 
 /// The payload of every request after the ICMP header: a fixed text, then the nonce.
 const PAYLOAD_TEXT: &[u8] = b"joinguard-preflight-echo";
-
-/// A classic BPF program for a raw IPv4 ICMP socket (the packet starts at the IP header): accept
-/// an echo reply (type 0) from `dst` with identifier `ident`, drop everything else.
-fn echo_reply_filter(dst: Ipv4Addr, ident: u16) -> [socket2::SockFilter; 9] {
-    use socket2::SockFilter as F;
-    // Classic BPF opcodes (linux/bpf_common.h, linux/filter.h).
-    const LD_W_ABS: u16 = 0x20; // A = P[k:4]
-    const LDX_B_MSH: u16 = 0xb1; // X = 4 * (P[k] & 0xf): the IP header's length
-    const LD_B_IND: u16 = 0x50; // A = P[X+k:1]
-    const LD_H_IND: u16 = 0x48; // A = P[X+k:2]
-    const JEQ_K: u16 = 0x15; // A == k ? jt : jf (relative to the next instruction)
-    const RET_K: u16 = 0x06;
-    [
-        F::new(LD_W_ABS, 0, 0, 12),            // 0: source address
-        F::new(JEQ_K, 0, 6, u32::from(dst)),   // 1: not dst -> 8
-        F::new(LDX_B_MSH, 0, 0, 0),            // 2: X = IHL * 4
-        F::new(LD_B_IND, 0, 0, 0),             // 3: ICMP type
-        F::new(JEQ_K, 0, 3, 0),                // 4: not an echo reply -> 8
-        F::new(LD_H_IND, 0, 0, 4),             // 5: ICMP identifier
-        F::new(JEQ_K, 0, 1, u32::from(ident)), // 6: not ours -> 8
-        F::new(RET_K, 0, 0, 0xffff),           // 7: accept
-        F::new(RET_K, 0, 0, 0),                // 8: drop
-    ]
-}
 
 /// The ICMP part of a raw IPv4 packet if it is an echo reply to us: our identifier and our
 /// nonce after the payload text. The IP header is skipped by its IHL.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub(crate) mod bpf;
 pub mod etcd;
 pub(crate) mod failure;
 pub(crate) mod fullsize;

@@ -211,6 +211,10 @@ enum State {
     Resized,
 }
 
+/// The port a TCP trace probes when none is given (validation asks for one; preflight's own
+/// traces always give one).
+const TCP_DEFAULT_PORT: u16 = 80;
+
 /// Sockets and identifiers of one trace.
 struct Wire {
     src: Ipv4Addr,
@@ -227,25 +231,36 @@ pub async fn trace(spec: &TraceInput) -> Result<PathTrace, TraceError> {
     let target = spec.target;
     let src =
         socket::source_for(target).map_err(|source| TraceError::NoRoute { target, source })?;
-    // Every mode reads the ICMP errors of routers from a raw ICMP socket.
+    let ident: u16 = rand::random();
+    // Every mode reads the ICMP errors of routers from a raw ICMP socket, filtered in the kernel
+    // to this trace's answers.
     let icmp =
         RawSocket::open(SockProto::ICMPV4).map_err(TraceError::io(target, "raw ICMP socket"))?;
-    let tcp = if spec.protocol == TraceProtocol::Tcp {
-        let raw =
-            RawSocket::open(SockProto::TCP).map_err(TraceError::io(target, "raw TCP socket"))?;
-        raw.bind(src)
-            .map_err(TraceError::io(target, "bind the raw TCP socket"))?;
-        let (hold, port) =
-            socket::reserve_tcp_port(src).map_err(TraceError::io(target, "reserve a TCP port"))?;
-        Some((raw, hold, port))
-    } else {
-        None
+    crate::probe::bpf::attach(icmp.socket(), &crate::probe::bpf::trace_icmp(target, ident))
+        .map_err(TraceError::io(target, "filter the raw ICMP socket"))?;
+    let tcp = match spec.protocol {
+        TraceProtocol::Tcp => {
+            let dport = spec.port.unwrap_or(TCP_DEFAULT_PORT);
+            let raw = RawSocket::open(SockProto::TCP)
+                .map_err(TraceError::io(target, "raw TCP socket"))?;
+            raw.bind(src)
+                .map_err(TraceError::io(target, "bind the raw TCP socket"))?;
+            let (hold, port) = socket::reserve_tcp_port(src)
+                .map_err(TraceError::io(target, "reserve a TCP port"))?;
+            crate::probe::bpf::attach(
+                raw.socket(),
+                &crate::probe::bpf::trace_tcp(target, dport, port),
+            )
+            .map_err(TraceError::io(target, "filter the raw TCP socket"))?;
+            Some((raw, hold, port))
+        }
+        _ => None,
     };
     let wire = Wire {
         src,
         icmp,
         tcp,
-        ident: rand::random(),
+        ident,
         tcp_seq_base: rand::random(),
     };
     if spec.size.is_some() {
@@ -481,7 +496,7 @@ fn send_probe(
                 .tcp
                 .as_ref()
                 .ok_or_else(|| io::Error::other("no TCP socket"))?;
-            let dst_port = spec.port.unwrap_or(80);
+            let dst_port = spec.port.unwrap_or(TCP_DEFAULT_PORT);
             let tcp_seq = w.tcp_seq_base.wrapping_add(seq as u32);
             let data = packet::padding(size, packet::SYN_HEADERS);
             let pkt = packet::tcp_syn(w.src, *src_port, spec.target, dst_port, tcp_seq, data);

@@ -1,0 +1,250 @@
+//! Classic BPF socket filters for joinguard's raw sockets: on a busy control-plane node a raw
+//! ICMP or TCP socket otherwise receives a copy of every ICMP packet or TCP segment the host
+//! gets. Each program is a plain list of instructions, attached with `SO_ATTACH_FILTER`
+//! ([`attach`]) and run by the tests on real packets ([`tests::run`]), so what it accepts is
+//! checked without a kernel.
+//!
+//! Only the instructions below are used. A raw IPv4 socket's packet starts at the IP header; a
+//! load past the packet's end makes the kernel drop it (the program returns 0).
+
+use std::io;
+use std::net::Ipv4Addr;
+
+/// One instruction: opcode, jump-if-true, jump-if-false (both relative to the next
+/// instruction), constant.
+pub(crate) type Insn = (u16, u8, u8, u32);
+
+// linux/bpf_common.h, linux/filter.h.
+pub(crate) const LD_W_ABS: u16 = 0x20; // A = P[k:4]
+pub(crate) const LD_W_IND: u16 = 0x40; // A = P[X+k:4]
+pub(crate) const LD_H_IND: u16 = 0x48; // A = P[X+k:2]
+pub(crate) const LD_B_IND: u16 = 0x50; // A = P[X+k:1]
+pub(crate) const LDX_B_MSH: u16 = 0xb1; // X = 4 * (P[k] & 0xf): the IP header's length
+pub(crate) const JEQ_K: u16 = 0x15; // A == k ? jt : jf
+pub(crate) const RET_K: u16 = 0x06; // return k (bytes kept; 0 drops)
+
+/// Keeps at most this much of an accepted packet: all of it.
+pub(crate) const ACCEPT: u32 = 0xffff;
+
+/// Attaches `prog` to `sock`.
+pub(crate) fn attach(sock: &socket2::Socket, prog: &[Insn]) -> io::Result<()> {
+    let filter: Vec<socket2::SockFilter> = prog
+        .iter()
+        .map(|&(code, jt, jf, k)| socket2::SockFilter::new(code, jt, jf, k))
+        .collect();
+    sock.attach_filter(&filter)
+}
+
+/// An echo reply (type 0) from `dst` with identifier `ident`; everything else dropped.
+pub(crate) fn echo_reply(dst: Ipv4Addr, ident: u16) -> [Insn; 9] {
+    [
+        (LD_W_ABS, 0, 0, 12),            // 0: source address
+        (JEQ_K, 0, 6, u32::from(dst)),   // 1: not dst -> 8
+        (LDX_B_MSH, 0, 0, 0),            // 2: X = IHL * 4
+        (LD_B_IND, 0, 0, 0),             // 3: ICMP type
+        (JEQ_K, 0, 3, 0),                // 4: not an echo reply -> 8
+        (LD_H_IND, 0, 0, 4),             // 5: ICMP identifier
+        (JEQ_K, 0, 1, u32::from(ident)), // 6: not ours -> 8
+        (RET_K, 0, 0, ACCEPT),           // 7: accept
+        (RET_K, 0, 0, 0),                // 8: drop
+    ]
+}
+
+/// What answers one trace: an echo reply from `target` with identifier `ident`, and a Time
+/// Exceeded or Destination Unreachable (fragmentation needed included) whose quoted packet went
+/// to `target`.
+pub(crate) fn trace_icmp(target: Ipv4Addr, ident: u16) -> [Insn; 13] {
+    let target = u32::from(target);
+    [
+        (LDX_B_MSH, 0, 0, 0),            // 0: X = IHL * 4
+        (LD_B_IND, 0, 0, 0),             // 1: ICMP type
+        (JEQ_K, 0, 4, 0),                // 2: not an echo reply -> 7
+        (LD_W_ABS, 0, 0, 12),            // 3: source address
+        (JEQ_K, 0, 7, target),           // 4: not the target -> 12
+        (LD_H_IND, 0, 0, 4),             // 5: ICMP identifier
+        (JEQ_K, 4, 5, u32::from(ident)), // 6: ours -> 11, else -> 12
+        (JEQ_K, 1, 0, 11),               // 7: Time Exceeded -> 9
+        (JEQ_K, 0, 3, 3),                // 8: not Destination Unreachable -> 12
+        (LD_W_IND, 0, 0, 24),            // 9: the quoted packet's destination (8 + 16)
+        (JEQ_K, 0, 1, target),           // 10: not the target -> 12
+        (RET_K, 0, 0, ACCEPT),           // 11: accept
+        (RET_K, 0, 0, 0),                // 12: drop
+    ]
+}
+
+/// The answers to a TCP trace's SYNs: segments from `target`:`port` to `local_port`.
+pub(crate) fn trace_tcp(target: Ipv4Addr, port: u16, local_port: u16) -> [Insn; 9] {
+    [
+        (LD_W_ABS, 0, 0, 12),                 // 0: source address
+        (JEQ_K, 0, 6, u32::from(target)),     // 1: not the target -> 8
+        (LDX_B_MSH, 0, 0, 0),                 // 2: X = IHL * 4
+        (LD_H_IND, 0, 0, 0),                  // 3: TCP source port
+        (JEQ_K, 0, 3, u32::from(port)),       // 4: not the probed port -> 8
+        (LD_H_IND, 0, 0, 2),                  // 5: TCP destination port
+        (JEQ_K, 0, 1, u32::from(local_port)), // 6: not ours -> 8
+        (RET_K, 0, 0, ACCEPT),                // 7: accept
+        (RET_K, 0, 0, 0),                     // 8: drop
+    ]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Runs `prog` on `pkt` as the kernel would for the instructions used here: what it returns
+    /// (0: dropped). A load past the end drops, as in the kernel.
+    pub(crate) fn run(prog: &[Insn], pkt: &[u8]) -> u32 {
+        let (mut a, mut x, mut pc) = (0u32, 0usize, 0usize);
+        let load = |at: usize, n: usize| -> Option<u32> {
+            let b = pkt.get(at..at + n)?;
+            Some(b.iter().fold(0u32, |v, &byte| (v << 8) | u32::from(byte)))
+        };
+        loop {
+            let &(code, jt, jf, k) = prog.get(pc).expect("a program ends in a return");
+            pc += 1;
+            let k_at = k as usize;
+            match code {
+                LD_W_ABS => match load(k_at, 4) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                LD_W_IND | LD_H_IND | LD_B_IND => {
+                    let n = match code {
+                        LD_W_IND => 4,
+                        LD_H_IND => 2,
+                        _ => 1,
+                    };
+                    match load(x + k_at, n) {
+                        Some(v) => a = v,
+                        None => return 0,
+                    }
+                }
+                LDX_B_MSH => match pkt.get(k_at) {
+                    Some(b) => x = usize::from(b & 0x0f) * 4,
+                    None => return 0,
+                },
+                JEQ_K => pc += usize::from(if a == k { jt } else { jf }),
+                RET_K => return k,
+                other => panic!("opcode {other:#x} is not interpreted here"),
+            }
+        }
+    }
+
+    /// An IPv4 header (20 bytes, no options) from `src` to `dst` carrying `proto`, then `body`.
+    pub(crate) fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, body: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0];
+        p.extend_from_slice(&src.octets());
+        p.extend_from_slice(&dst.octets());
+        let len = (p.len() + body.len()) as u16;
+        p[2..4].copy_from_slice(&len.to_be_bytes());
+        p.extend_from_slice(body);
+        p
+    }
+
+    /// An ICMP message of `kind` with the 4 bytes after the checksum and a `rest`.
+    fn icmp(kind: u8, code: u8, word: [u8; 4], rest: &[u8]) -> Vec<u8> {
+        let mut m = vec![kind, code, 0, 0];
+        m.extend_from_slice(&word);
+        m.extend_from_slice(rest);
+        m
+    }
+
+    const ME: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+    const TARGET: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 9);
+    const ROUTER: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 1);
+    const OTHER: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 7);
+
+    fn echo_reply_from(src: Ipv4Addr, ident: u16) -> Vec<u8> {
+        let id = ident.to_be_bytes();
+        ipv4(src, ME, 1, &icmp(0, 0, [id[0], id[1], 0, 1], b"joinguard"))
+    }
+
+    /// An ICMP error from `from` quoting a packet this host sent to `quoted_dst`.
+    fn error_from(from: Ipv4Addr, kind: u8, code: u8, quoted_dst: Ipv4Addr) -> Vec<u8> {
+        let quoted = ipv4(ME, quoted_dst, 6, &[0x9c, 0x40, 0x09, 0x50, 0, 0, 0, 1]);
+        ipv4(from, ME, 1, &icmp(kind, code, [0; 4], &quoted))
+    }
+
+    #[test]
+    fn the_pinger_keeps_only_its_own_echo_replies() {
+        let prog = echo_reply(TARGET, 0x1234);
+        assert_eq!(run(&prog, &echo_reply_from(TARGET, 0x1234)), ACCEPT);
+        assert_eq!(
+            run(&prog, &echo_reply_from(TARGET, 0x4321)),
+            0,
+            "another ident"
+        );
+        assert_eq!(
+            run(&prog, &echo_reply_from(OTHER, 0x1234)),
+            0,
+            "another host"
+        );
+        assert_eq!(run(&prog, &error_from(ROUTER, 11, 0, TARGET)), 0);
+        assert_eq!(
+            run(&prog, &echo_reply_from(TARGET, 0x1234)[..22]),
+            0,
+            "truncated"
+        );
+    }
+
+    #[test]
+    fn a_trace_keeps_only_the_answers_to_its_probes() {
+        let prog = trace_icmp(TARGET, 0x1234);
+        assert_eq!(run(&prog, &echo_reply_from(TARGET, 0x1234)), ACCEPT);
+        assert_eq!(
+            run(&prog, &error_from(ROUTER, 11, 0, TARGET)),
+            ACCEPT,
+            "time exceeded"
+        );
+        assert_eq!(
+            run(&prog, &error_from(TARGET, 3, 3, TARGET)),
+            ACCEPT,
+            "port unreachable"
+        );
+        assert_eq!(
+            run(&prog, &error_from(ROUTER, 3, 4, TARGET)),
+            ACCEPT,
+            "frag needed"
+        );
+        assert_eq!(
+            run(&prog, &echo_reply_from(TARGET, 0x4321)),
+            0,
+            "another ping"
+        );
+        assert_eq!(run(&prog, &echo_reply_from(OTHER, 0x1234)), 0);
+        assert_eq!(
+            run(&prog, &error_from(ROUTER, 11, 0, OTHER)),
+            0,
+            "another trace"
+        );
+        assert_eq!(
+            run(&prog, &error_from(ROUTER, 5, 0, TARGET)),
+            0,
+            "a redirect"
+        );
+        // An IP header with options (IHL 6): the ICMP header is found past them.
+        let mut with_options = error_from(ROUTER, 11, 0, TARGET);
+        with_options[0] = 0x46;
+        with_options.splice(20..20, [1, 1, 1, 0]);
+        assert_eq!(run(&prog, &with_options), ACCEPT);
+    }
+
+    #[test]
+    fn a_tcp_trace_keeps_only_the_answers_to_its_syns() {
+        let prog = trace_tcp(TARGET, 2380, 40000);
+        let seg = |src: Ipv4Addr, sport: u16, dport: u16| {
+            let mut t = sport.to_be_bytes().to_vec();
+            t.extend_from_slice(&dport.to_be_bytes());
+            t.extend_from_slice(&[0; 16]);
+            ipv4(src, ME, 6, &t)
+        };
+        assert_eq!(run(&prog, &seg(TARGET, 2380, 40000)), ACCEPT);
+        assert_eq!(run(&prog, &seg(TARGET, 2379, 40000)), 0, "another service");
+        assert_eq!(
+            run(&prog, &seg(TARGET, 2380, 40001)),
+            0,
+            "another connection"
+        );
+        assert_eq!(run(&prog, &seg(OTHER, 2380, 40000)), 0, "another host");
+    }
+}
