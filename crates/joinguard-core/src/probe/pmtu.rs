@@ -81,6 +81,10 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
     let started = Instant::now();
     let deadline = started + budget;
     let sock = raw_socket()?;
+    let ident: u16 = rand::random();
+    // Only this probe's echo replies and the ICMP errors quoting a packet to `dst` (the trace's
+    // filter: "fragmentation needed" is a Destination Unreachable).
+    super::bpf::attach(&sock, &super::bpf::trace_icmp(dst, ident))?;
     set_pmtudisc_probe(&sock)?;
     sock.set_nonblocking(true)?;
     let (interface_mtu, route_mtu) = mtus(dst);
@@ -89,7 +93,7 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
     let mut state = Probe {
         sock,
         dst,
-        ident: rand::random(),
+        ident,
         seq: 0,
         sent: BTreeMap::new(),
         by_seq: BTreeMap::new(),
