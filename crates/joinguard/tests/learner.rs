@@ -4,8 +4,8 @@
 //! asserts the outcome a user would see and the writes etcd counted
 //! (`grpc_server_started_total{grpc_method=...}` on every member's `/metrics`).
 //!
-//! Tests whose name contains `etcd` run on etcd 3.4.23 and again on 3.5.1 in CI, and every test
-//! here but the 100 MiB catch-up runs a third time on Debian sid's etcd (3.5.30; scripts/test).
+//! In CI (scripts/test) every test here runs on etcd 3.4.23; all but the 100 MiB catch-up run
+//! again on Debian sid's etcd (3.5.30), and that one again on 3.5.1.
 
 #[allow(dead_code)]
 #[path = "lab/schema.rs"]
