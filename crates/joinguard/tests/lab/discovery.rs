@@ -897,3 +897,87 @@ fn etcd_cleanup_from_the_join_config_alone() {
         assert!(!text.contains(CERT_KEY), "certificate key leaked");
     }
 }
+
+/// `joinguard etcd promote` as a Cluster API node runs it after `kubeadm join` (issue 29): no
+/// `--etcd-*` flag; the members and the etcd client identity come from token discovery, this
+/// node's name from the join's JoinConfiguration or the join line. The learner runs on the
+/// joiner (`etcdctl member add --learner`, then etcd started with `--initial-cluster-state
+/// existing`, as kubeadm's join does); the join line promotes it, `--config` then finds a voter.
+/// The members come from the etcd pods' annotations, as on kubeadm 1.22 and later.
+#[test]
+fn etcd_promote_from_the_join_inputs_alone() {
+    let _s = netlab::harness::serial();
+    let mut env = lab3(Layout::EtcdPods)
+        .name("etcd_promote_from_the_join_inputs_alone")
+        .build()
+        .expect("lab environment");
+    let joiner_host = env.joiner().clone();
+    env.etcd_mut().add_learner(&joiner_host).expect("learner");
+    env.etcd()
+        .wait_healthy(std::time::Duration::from_secs(30))
+        .expect("healthy with the learner");
+    let joiner = env.joiner().addr();
+    let learner_of = |env: &LabEnv| -> Option<bool> {
+        let mut cmd = env.etcd().etcdctl(env.joiner());
+        cmd.args(["member", "list", "-w", "json"]);
+        let out = netlab::process::output_within(&mut cmd, std::time::Duration::from_secs(20))
+            .expect("etcdctl");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("member list json");
+        v["members"]
+            .as_array()?
+            .iter()
+            .find(|m| m["name"] == "joiner")
+            .map(|m| m["isLearner"].as_bool().unwrap_or(false))
+    };
+    assert_eq!(learner_of(&env), Some(true), "the joiner runs a learner");
+
+    let api = env.api().addr().to_string();
+    let pin = env.fixture().ca_pin.clone();
+    let run = env.run([
+        "etcd",
+        "promote",
+        api.as_str(),
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        pin.as_str(),
+        "--certificate-key",
+        CERT_KEY,
+        "--node-name",
+        "joiner",
+        "--timeout",
+        "60s",
+    ]);
+    eprintln!("{run}");
+    run.assert_exit(0);
+    assert!(
+        run.stderr.contains("Discovering the cluster CA"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("promoted"), "{run}");
+    assert_eq!(learner_of(&env), Some(false), "a voter now: {run}");
+
+    let path = env.dir().join("kubeadm-join-config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {joiner}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: 40s\n",
+            env.api().addr(),
+            pin,
+        ),
+    )
+    .unwrap();
+    let config = path.to_string_lossy().into_owned();
+    let run = env.run(["etcd", "promote", "--config", &config, "-o", "json"]);
+    eprintln!("{run}");
+    run.assert_exit(0);
+    crate::schema::assert_valid("etcd", &run);
+    let v = run.json();
+    assert_eq!(v["result"], "nothingToDo", "{run}");
+    assert_eq!(v["member"]["name"], "joiner", "{run}");
+    for text in [&run.stdout, &run.stderr] {
+        assert!(!text.contains(SECRET), "token secret leaked");
+        assert!(!text.contains(CERT_KEY), "certificate key leaked");
+    }
+}
