@@ -107,7 +107,7 @@ fn main() {
                 .expect("JOINGUARD_BENCH_PROMOTE_BLACKOUTS: seconds, e.g. 4,5,6")
         })
         .collect();
-    let mut recovery: Vec<(Promoter, Option<f64>)> = Vec::new();
+    let mut recovery: Vec<(Promoter, u64, Option<f64>)> = Vec::new();
     for run in 0..runs {
         let blackout = Duration::from_secs(blackouts[run % blackouts.len()]);
         for p in [Promoter::Joinguard, Promoter::Kubeadm] {
@@ -118,7 +118,7 @@ fn main() {
                 blackout.as_secs(),
                 after.map_or("never".to_string(), |a| format!("{:.0} ms", a * 1000.0))
             );
-            recovery.push((p, after));
+            recovery.push((p, blackout.as_secs(), after));
         }
     }
     let median = |v: &mut Vec<f64>| {
@@ -155,6 +155,13 @@ fn main() {
         rows.push(json!({
             "promoter": p.name(), "catch_up_s": ready, "promoted_after_ready_s": after,
             "member_promote_calls": calls, "ok": ok, "runs": of.len(),
+            "trials": of
+                .iter()
+                .map(|t| json!({
+                    "catch_up_s": t.ready.as_secs_f64(), "after_ready_s": t.after_ready,
+                    "member_promote_calls": t.calls, "ok": t.ok,
+                }))
+                .collect::<Vec<_>>(),
         }));
     }
     println!(
@@ -164,15 +171,28 @@ fn main() {
     for p in [Promoter::Joinguard, Promoter::Kubeadm] {
         let mut v: Vec<f64> = recovery
             .iter()
-            .filter(|(q, _)| *q == p)
-            .map(|(_, a)| a.unwrap_or(f64::INFINITY))
+            .filter(|(q, _, _)| *q == p)
+            .map(|(_, _, a)| a.unwrap_or(f64::INFINITY))
             .collect();
         let m = median(&mut v);
-        println!("{:<38} {:>8.0} ms", p.name(), m * 1000.0);
+        let worst = v.last().copied().unwrap_or(f64::NAN);
+        println!(
+            "{:<38} {:>8.0} ms (worst {:.0} ms)",
+            p.name(),
+            m * 1000.0,
+            worst * 1000.0
+        );
         recovered.insert(format!("{p:?}"), m);
+        let finite = |x: f64| if x.is_finite() { json!(x) } else { json!(null) };
         rows.push(json!({
             "promoter": p.name(), "blackouts_s": blackouts,
-            "promoted_after_return_s": if m.is_finite() { json!(m) } else { json!(null) },
+            "promoted_after_return_s": finite(m),
+            "worst_after_return_s": finite(worst),
+            "trials": recovery
+                .iter()
+                .filter(|(q, _, _)| *q == p)
+                .map(|(_, b, a)| json!({"blackout_s": b, "after_return_s": a}))
+                .collect::<Vec<_>>(),
         }));
     }
     println!(

@@ -1,7 +1,8 @@
 //! Renders `docs/benchmarks.md` and its plots (`docs/img/bench-*.png`, plotters) from the JSON
 //! the benchmarks wrote under `target/bench/` in this run: accuracy and verdict (benches/
-//! compare.rs), recovery (benches/recovery.rs), monitor scale (benches/monitor_scale.rs) and
-//! packaging (scripts/package). A part that did not run says so instead of showing old numbers.
+//! compare.rs), recovery (benches/recovery.rs), monitor scale (benches/monitor_scale.rs),
+//! learner promotion (benches/promote.rs) and packaging (scripts/package). A part that did not
+//! run says so instead of showing old numbers.
 //! `scripts/bench` runs it last; it does no measuring itself.
 
 #![allow(clippy::print_stdout)]
@@ -177,7 +178,7 @@ fn main() {
 
     let mut md = String::from(
         "# Benchmarks\n\nWritten by `./scripts/bench` (benches/compare.rs, recovery.rs, \
-         monitor_scale.rs, report.rs and scripts/package); every figure below is from one run of \
+         monitor_scale.rs, promote.rs, report.rs and scripts/package); every figure below is from one run of \
          it, side by side on one fabric. Do not edit by hand.\n\n",
     );
     let machine = load("accuracy.json")
@@ -494,7 +495,95 @@ fn main() {
             p["labPreflightSummary"].as_str().unwrap_or(""),
         );
     } else {
-        md.push_str("Not run in this run.\n");
+        md.push_str("Not run in this run.\n\n");
+    }
+
+    // 7. Learner promotion
+    md.push_str("## 7. Learner promotion\n\n");
+    if let Some(p) = load("promote.json") {
+        let _ = writeln!(
+            md,
+            "`joinguard etcd promote` against kubeadm's own promotion (MemberPromote every 500 ms, \
+             2 s per call), etcd {}, a learner catching up {} MiB behind a rate-limited link; \
+             then a blackout of the path to the leader at the first MemberPromote \
+             (benches/promote.rs; docs/etcd-learner.md explains both trials). \"after ready\" is \
+             the promotion's time from the moment a watcher saw the learner at 90% of the \
+             leader's index, which etcd requires.\n",
+            p["etcd"].as_str().unwrap_or("?"),
+            p["mib"],
+        );
+        let rows = p["rows"].as_array().cloned().unwrap_or_default();
+        md.push_str(
+            "| promoter | catch-up (median) | promoted after ready (median) | MemberPromote \
+             calls (median) | promoted |\n|---|---|---|---|---|\n",
+        );
+        for x in rows.iter().filter(|x| x.get("catch_up_s").is_some()) {
+            let _ = writeln!(
+                md,
+                "| {} | {:.1} s | {:+.2} s | {} | {}/{} |",
+                x["promoter"].as_str().unwrap_or("?"),
+                f(&x["catch_up_s"]),
+                f(&x["promoted_after_ready_s"]),
+                x["member_promote_calls"],
+                x["ok"],
+                x["runs"],
+            );
+        }
+        md.push_str(
+            "\n| promoter | blackouts | after the path returned (median) | worst |\n\
+             |---|---|---|---|\n",
+        );
+        let secs_ms = |v: &Value| {
+            v.as_f64()
+                .map_or("never".to_string(), |x| format!("{:.0} ms", x * 1000.0))
+        };
+        for x in rows.iter().filter(|x| x.get("blackouts_s").is_some()) {
+            let _ = writeln!(
+                md,
+                "| {} | {} s | {} | {} |",
+                x["promoter"].as_str().unwrap_or("?"),
+                x["blackouts_s"]
+                    .as_array()
+                    .map(|b| b
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .unwrap_or_default(),
+                secs_ms(&x["promoted_after_return_s"]),
+                secs_ms(&x["worst_after_return_s"]),
+            );
+        }
+        let joinguard = |key: &str, blackout: bool| {
+            rows.iter()
+                .find(|x| {
+                    x["promoter"] == "joinguard etcd promote"
+                        && x.get("blackouts_s").is_some() == blackout
+                })
+                .map(|x| f(&x[key]))
+                .unwrap_or(f64::NAN)
+        };
+        let yes = |ok: bool| if ok { "met" } else { "NOT met" };
+        let after = joinguard("promoted_after_ready_s", false);
+        let catch_up = joinguard("catch_up_s", false);
+        let worst = joinguard("worst_after_return_s", true);
+        let median = joinguard("promoted_after_return_s", true);
+        let _ = writeln!(
+            md,
+            "\nGoals (issue 29): promoted within 1 s of etcd accepting it: {:+.2} s, {}; a \
+             catch-up of at least 20 s: {:.1} s, {}; promoted within 250 ms after a blackout: \
+             median {:.0} ms, {}; worst {:.0} ms, {}.\n",
+            after,
+            yes(after < 1.0),
+            catch_up,
+            yes(catch_up >= 20.0),
+            median * 1000.0,
+            yes(median < 0.25),
+            worst * 1000.0,
+            yes(worst < 0.25),
+        );
+    } else {
+        md.push_str("Not run in this run.\n\n");
     }
 
     let out = repo().join("docs/benchmarks.md");

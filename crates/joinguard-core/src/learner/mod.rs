@@ -194,7 +194,10 @@ impl Conn {
         }
     }
 
-    /// Every configured endpoint's `Status` (for the leader and the voters that answer).
+    /// Every configured endpoint's `Status` (for the leader and the voters that answer), and
+    /// `extra`'s (the learner's own client URL). All at once: a member whose port accepts
+    /// connections without serving (a learner applying a snapshot) or a slow dial costs the
+    /// round one per-attempt timeout, not one per member. In endpoint order.
     pub(crate) async fn statuses(&mut self, extra: &[String]) -> Vec<(String, MemberStatus)> {
         let mut eps = self.endpoints.clone();
         for e in extra {
@@ -202,13 +205,35 @@ impl Conn {
                 eps.push(e.clone());
             }
         }
+        let within = self.policy.per_attempt;
+        let mut set = tokio::task::JoinSet::new();
+        for (i, ep) in eps.iter().enumerate() {
+            let cached = self.per_endpoint.get(ep).cloned();
+            let (ep, options) = (ep.clone(), self.options.clone());
+            set.spawn(async move {
+                let mut c = match cached {
+                    Some(c) => c,
+                    None => Client::connect([ep.as_str()], Some(options)).await.ok()?,
+                };
+                let status = match tokio::time::timeout(within, c.status()).await {
+                    Ok(Ok(s)) => Some(MemberStatus::from_response(&s)),
+                    _ => None,
+                };
+                Some((i, ep, status, c))
+            });
+        }
         let mut out = Vec::new();
-        for ep in eps {
-            if let Some(s) = self.status_once(&ep).await {
-                out.push((ep, s));
+        while let Some(joined) = set.join_next().await {
+            let Ok(Some((i, ep, status, c))) = joined else {
+                continue;
+            };
+            self.per_endpoint.entry(ep.clone()).or_insert(c);
+            if let Some(s) = status {
+                out.push((i, ep, s));
             }
         }
-        out
+        out.sort_by_key(|(i, _, _)| *i);
+        out.into_iter().map(|(_, ep, s)| (ep, s)).collect()
     }
 
     /// A new client (a new connection) for `endpoint`: after an outage the old connection can

@@ -969,7 +969,17 @@ fn etcd_promote_from_the_join_inputs_alone() {
     )
     .unwrap();
     let config = path.to_string_lossy().into_owned();
-    let run = env.run(["etcd", "promote", "--config", &config, "-o", "json"]);
+    // Runbook case 1's command, as written there.
+    let run = env.run([
+        "etcd",
+        "promote",
+        "--config",
+        &config,
+        "--timeout",
+        "10m",
+        "-o",
+        "json",
+    ]);
     eprintln!("{run}");
     run.assert_exit(0);
     crate::schema::assert_valid("etcd", &run);
@@ -980,4 +990,62 @@ fn etcd_promote_from_the_join_inputs_alone() {
         assert!(!text.contains(SECRET), "token secret leaked");
         assert!(!text.contains(CERT_KEY), "certificate key leaked");
     }
+}
+
+/// Runbook case 5 (docs/etcd-learner.md; CAPZ #5687): `kubeadm join` fails with "context
+/// deadline exceeded" 2 s after "Adding etcd member": kubeadm dials etcd once, blocking, for at
+/// most 2 s, outside its retry loop, and this path needs longer. Here the member was added and
+/// its learner started (the path was fast then), and the path to every member is now 800 ms RTT:
+/// preflight names the dial, and `joinguard etcd promote --config` (which gives its dial the
+/// join's budget, not 2 s) promotes the learner.
+#[test]
+fn etcd_runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
+    let _s = netlab::harness::serial();
+    let mut env = lab3(Layout::EtcdPods)
+        .name("etcd_runbook_a_dial_past_2s")
+        .build()
+        .expect("lab environment");
+    let joiner_host = env.joiner().clone();
+    env.etcd_mut().add_learner(&joiner_host).expect("learner");
+    env.etcd()
+        .wait_healthy(std::time::Duration::from_secs(30))
+        .expect("healthy with the learner");
+    let joiner = env.joiner().addr();
+    let members: Vec<_> = env.etcd().members()[..3]
+        .iter()
+        .map(|m| m.host.clone())
+        .collect();
+    for m in &members {
+        env.lab().net().set_link(
+            &joiner_host,
+            m,
+            netlab::Impairment::delay(std::time::Duration::from_millis(400)),
+        );
+    }
+    let path = env.dir().join("kubeadm-join-config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {joiner}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: 2m\n",
+            env.api().addr(),
+            env.fixture().ca_pin,
+        ),
+    )
+    .unwrap();
+    let config = path.to_string_lossy().into_owned();
+
+    let run = env.run(["preflight", "--config", &config]);
+    eprintln!("{run}");
+    assert_eq!(run.code, 1, "{run}");
+    let dial = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("[ERROR EtcdDialTime]"))
+        .count();
+    assert_eq!(dial, 3, "each member's dial is named: {run}");
+
+    let run = env.run(["etcd", "promote", "--config", &config, "--timeout", "2m"]);
+    eprintln!("{run}");
+    run.assert_exit(0);
+    assert!(run.stdout.contains("promoted"), "{run}");
 }
