@@ -28,6 +28,7 @@ use tokio::runtime::Runtime;
 
 use crate::cli::{named, CleanupArgs, EtcdMemberArgs, Output, PromoteArgs, FLAGS};
 use crate::commands::{say, stdout, Stderr};
+use crate::progress::Progress;
 
 /// kubeadm's file names under the certificate directory.
 const CA: &str = "etcd/ca.crt";
@@ -266,8 +267,27 @@ fn load_identity(cert: &Path, key: &Path) -> Result<ClientIdentity, String> {
         .map_err(|e| e.to_string())
 }
 
-fn progress(cmd: &'static str) -> impl Fn(&learner::Progress) + Sync {
-    move |p| say(&format!("[{cmd}] {p}"))
+/// promote's and cleanup's events on stderr: the catch-up as a bar on a terminal (plain lines,
+/// one per [`crate::progress::PLAIN_EVERY`], otherwise), every other event as a line.
+fn progress<'a>(
+    cmd: &'static str,
+    display: &'a Progress,
+) -> impl Fn(&learner::Progress) + Sync + 'a {
+    move |p| match p {
+        learner::Progress::CatchingUp { member, catch_up } => {
+            let percent = match catch_up.learner_index {
+                Some(_) if catch_up.leader_index == 0 => 100,
+                Some(l) => l.saturating_mul(100) / catch_up.leader_index,
+                None => 0,
+            };
+            display.update(
+                percent,
+                &format!("learner {member:x}: {catch_up}"),
+                &format!("[{cmd}] {p}"),
+            );
+        }
+        other => display.line(&format!("[{cmd}] {other}")),
+    }
 }
 
 /// The JSON document's version (docs/schema/etcd.schema.json).
@@ -386,11 +406,14 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
     };
     let recorder = Recorder::new();
     let out = args.member.output;
-    match rt.block_on(learner::promote::promote_recorded(
+    let display = Progress::stderr("[etcd]");
+    let result = rt.block_on(learner::promote::promote_recorded(
         &spec,
-        &progress("etcd"),
+        &progress("etcd", &display),
         &recorder,
-    )) {
+    ));
+    display.finish();
+    match result {
         Ok(PromoteOutcome::Promoted {
             member,
             waited,
@@ -454,11 +477,14 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
         Some(q) => format!(" ({q})"),
         None => String::new(),
     };
-    match rt.block_on(learner::cleanup::cleanup_recorded(
+    let display = Progress::stderr("[etcd]");
+    let result = rt.block_on(learner::cleanup::cleanup_recorded(
         &spec,
-        &progress("etcd"),
+        &progress("etcd", &display),
         &recorder,
-    )) {
+    ));
+    display.finish();
+    match result {
         Ok(CleanupOutcome::Removed { member, quorum, .. }) => {
             let msg = format!(
                 "removed {member}{}; next: a fresh kubeadm join",

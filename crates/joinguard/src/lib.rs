@@ -7,4 +7,5 @@ pub mod commands;
 pub mod etcd;
 pub mod logging;
 pub mod manual;
+pub mod progress;
 pub mod version;

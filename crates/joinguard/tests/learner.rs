@@ -954,3 +954,73 @@ fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
     assert!(r.stdout.contains("already a voter"), "{}", r.stdout);
     assert_eq!(f.calls("MemberPromote"), 0);
 }
+
+/// `joinguard etcd promote` on a terminal (a pty from `script`, as an operator's ssh session
+/// has one) draws its catch-up as a bar on stderr and clears it; stdout, redirected to a file,
+/// holds the outcome alone, with no terminal control bytes. Without a terminal the same events
+/// are plain lines (etcd_cli_cleanup_and_promote_print_and_exit_as_documented).
+#[test]
+fn promote_cli_draws_a_bar_on_a_terminal_and_keeps_stdout_plain() {
+    let _g = serial();
+    let mut f = Fixture::new();
+    let m4 = f.m4().clone();
+    f.etcd.add_learner(&m4).expect("learner");
+    let pki = f
+        .etcd
+        .client_identity()
+        .ca
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("the lab's kubeadm pki dir")
+        .to_path_buf();
+    let endpoints = f.etcd.members()[..3]
+        .iter()
+        .map(|m| m.client_url().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let m4_addr = m4.addr().to_string();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_file = dir.path().join("stdout");
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let line = [
+        env!("CARGO_BIN_EXE_joinguard"),
+        "etcd",
+        "promote",
+        "--cert-dir",
+        &pki.to_string_lossy(),
+        "--etcd-endpoints",
+        &endpoints,
+        "--node-name",
+        "m4",
+        "--apiserver-advertise-address",
+        &m4_addr,
+        "--timeout",
+        "30s",
+    ]
+    .iter()
+    .map(|a| quote(a))
+    .collect::<Vec<_>>()
+    .join(" ");
+    let shell = format!("TERM=xterm {line} >{}", quote(&out_file.to_string_lossy()));
+    let mut cmd = f.joiner().command("script");
+    cmd.args(["-qec", &shell, "/dev/null"]);
+    let r = netlab::harness::run(&mut cmd, Duration::from_secs(60));
+    let terminal = r.stdout.clone();
+    let stdout = std::fs::read_to_string(&out_file).expect("joinguard's stdout");
+    eprintln!("terminal: {terminal:?}\nstdout: {stdout:?}");
+    r.assert_exit(0);
+    // The bar: its prefix, a bracketed bar and a percentage, drawn with terminal control
+    // sequences, and the events above it as lines.
+    assert!(terminal.contains("[etcd] ["), "{terminal:?}");
+    assert!(terminal.contains("100%"), "{terminal:?}");
+    assert!(terminal.contains('\u{1b}'), "drawn in place: {terminal:?}");
+    assert!(
+        terminal.contains("[etcd] this node's member: learner"),
+        "{terminal:?}"
+    );
+    // stdout: the outcome, one line, no control bytes.
+    assert!(stdout.starts_with("[etcd promote] promoted"), "{stdout:?}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout:?}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    assert!(f.calls("MemberPromote") >= 1);
+}
