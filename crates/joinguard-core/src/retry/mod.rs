@@ -548,6 +548,9 @@ struct Driver<'a> {
     schedule: Schedule,
     attempts: u32,
     conflicts: u32,
+    /// The last attempt failed on the connection (refused, reset, no answer): the endpoint may
+    /// still be dark when the next one starts.
+    dark: bool,
 }
 
 impl<'a> Driver<'a> {
@@ -568,6 +571,7 @@ impl<'a> Driver<'a> {
             schedule: policy.backoff.schedule(),
             attempts: 0,
             conflicts: 0,
+            dark: false,
         }
     }
 
@@ -596,9 +600,12 @@ impl<'a> Driver<'a> {
             // be 3 s away. When the watcher sees the endpoint go dark and come back during the
             // attempt, a fresh connection is quicker: abandon this one. (Safe for writes too:
             // a mutation re-reads before it writes again.)
+            // After an attempt that failed on the connection, this one may start while the
+            // path is still dark (its backoff step ran out first), its SYN lost and resent only
+            // after the kernel's 1 s: watch from the start instead of after the grace.
             Some(w) => tokio::select! {
                 r = tokio::time::timeout(ctx.timeout, fut) => r,
-                () = w.outage_over(IN_FLIGHT_GRACE, t0 + ctx.timeout) => {
+                () = w.outage_over(if self.dark { Duration::ZERO } else { IN_FLIGHT_GRACE }, t0 + ctx.timeout) => {
                     return Err(Failure::Abandoned(t0.elapsed()));
                 }
             },
@@ -696,6 +703,7 @@ impl<'a> Driver<'a> {
         can_reapply: bool,
     ) -> Result<(), RetryError<E>> {
         let class = f.class(self.policy);
+        self.dark = class.is_connection();
         let delay = match class {
             ErrorClass::Transient(_) => {
                 let Some(step) = self.schedule.next() else {

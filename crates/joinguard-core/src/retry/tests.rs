@@ -683,6 +683,63 @@ async fn wake_on_connect_ends_a_long_sleep() {
     server.abort();
 }
 
+/// Real time: the first attempt gets no answer (its endpoint refuses: dark); the second starts
+/// while it is still dark and hangs on its connection, as a SYN sent into a blackout does. When
+/// the endpoint accepts again 400 ms into that attempt, the watcher abandons it at once (it
+/// watches from the start after a failed attempt, not after `IN_FLIGHT_GRACE`), and the third
+/// attempt completes: within 300 ms of the return, where the grace alone would take 600 ms more.
+#[tokio::test]
+async fn an_attempt_started_in_the_dark_is_abandoned_when_the_path_returns() {
+    let addr = {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap()
+    };
+    let opened = Arc::new(Mutex::new(None::<std::time::Instant>));
+    let policy = RetryPolicy::connect()
+        .with_per_attempt(Duration::from_secs(3))
+        .with_backoff(Backoff {
+            start: Duration::from_millis(100),
+            factor: 1.0,
+            jitter: 0.0,
+            max_delay: Duration::from_millis(100),
+        });
+    let wake = WakeOnConnect::new(addr);
+    let rec = Recorder::new();
+    let opened_r = opened.clone();
+    let r = run(&policy, "etcd MemberPromote", &rec, Some(&wake), |ctx| {
+        let opened = opened_r.clone();
+        async move {
+            match ctx.attempt {
+                1 => Err(ApiCallError::Transport(TransportError::from_io(
+                    &io::Error::from(io::ErrorKind::ConnectionRefused),
+                ))),
+                2 => {
+                    // Still dark for 400 ms, then the endpoint returns; this attempt's own
+                    // connection stays stuck (its SYN went into the dark).
+                    tokio::time::sleep(Duration::from_millis(400)).await;
+                    let l = tokio::net::TcpListener::bind(addr).await.unwrap();
+                    *opened.lock().unwrap() = Some(std::time::Instant::now());
+                    std::mem::forget(l);
+                    std::future::pending().await
+                }
+                _ => Ok(()),
+            }
+        }
+    })
+    .await;
+    let done = std::time::Instant::now();
+    r.unwrap();
+    let opened_at = opened.lock().unwrap().expect("listener opened");
+    let lag = done.duration_since(opened_at);
+    assert!(
+        lag < Duration::from_millis(300),
+        "done {lag:?} after the endpoint returned"
+    );
+    let recs = rec.records();
+    assert_eq!(recs.len(), 3, "{recs:?}");
+    assert_eq!(recs[1].reason, Some(Reason::PathRecovered), "{recs:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn watcher_is_not_armed_after_http_errors() {
     // A listener that is up: if the watcher ran after a 503 it would see "up" at once; the
