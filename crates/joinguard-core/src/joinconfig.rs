@@ -312,6 +312,46 @@ fn extract(
 mod tests {
     use super::*;
 
+    /// The fuzz target `joinconfig`'s secret oracle on fixed inputs: whatever follows a token
+    /// and a certificate key (a continuation, a duplicate key, wrong types, another document,
+    /// broken YAML), no error, warning or `Debug` output repeats either.
+    #[test]
+    fn no_error_or_warning_echoes_the_token_or_the_certificate_key() {
+        const TOKEN: &str = "q7tokensecretq7";
+        const KEY: &str = "k9certkeysecretk9";
+        for tail in [
+            "",
+            "  continued as a multi-line scalar",
+            "token: again",
+            "unknownField: 1",
+            "caCertHashes: {a: b}",
+            "apiServerEndpoint: [x]",
+            "timeout: forever",
+            "\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration",
+            "\ncontrolPlane: {certificateKey: [1, 2]}",
+            "\ncontrolPlane: 5",
+            "\ndiscovery: 7",
+            ": bad",
+            "\t",
+            "- a list",
+            "'unterminated",
+            "\napiVersion: kubeadm.k8s.io/v1beta9",
+        ] {
+            let doc = format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ncontrolPlane:\n  \
+                 certificateKey: {KEY}\ndiscovery:\n  bootstrapToken:\n    token: {TOKEN}\n    {tail}"
+            );
+            let shown = match JoinConfig::parse(Path::new("join.yaml"), &doc) {
+                Ok(cfg) => format!("{cfg:?} {}", cfg.warnings.join("\n")),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                !shown.contains(TOKEN) && !shown.contains(KEY),
+                "{tail:?}: {shown}"
+            );
+        }
+    }
+
     #[test]
     fn v1beta4_control_plane_join_with_timeouts_among_other_documents() {
         let text = "\

@@ -230,9 +230,10 @@ fn from_cert_dir(cmd: &str, dir: &Path) -> Result<(CaBundle, Option<ClientIdenti
     let m = etcd_material_from_dir(dir).map_err(|e| format!("--cert-dir: {e}"))?;
     say(&format!(
         "[{cmd}] {}: no {CLIENT_CERT} (a node before its join); minted an in-memory etcd client \
-         certificate from {} (valid 1h{})",
+         certificate from {} (valid {}{})",
         dir.display(),
         dir.join("etcd/ca.key").display(),
+        joinguard_core::discovery::cluster::minted_lifetime_text(),
         m.ca_key
             .as_deref()
             .map(|k| format!("; etcd CA key {k}"))

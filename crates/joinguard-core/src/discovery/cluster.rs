@@ -37,8 +37,33 @@ use crate::retry::{self, Recorder, RetryPolicy, WakeOnConnect};
 
 pub const KUBEADM_CONFIG: &str = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
 pub const KUBEADM_CERTS: &str = "/api/v1/namespaces/kube-system/secrets/kubeadm-certs";
-/// Lifetime of a minted etcd client certificate: one preflight run, with room for `--wait`.
+/// Lifetime of a minted etcd client certificate: one preflight run, with room for `--wait`. A
+/// monitor renews its own before it runs out (`monitor::renew_loop`).
 pub const MINTED_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Test-only: `JOINGUARD_TEST_MINTED_LIFETIME=SECONDS` (10 to 3600) shortens the lifetime of a
+/// minted etcd client certificate, so a lab test can watch a monitor renew it within a minute.
+pub const MINTED_LIFETIME_ENV: &str = "JOINGUARD_TEST_MINTED_LIFETIME";
+
+/// The lifetime a minted etcd client certificate gets: [`MINTED_LIFETIME`], or the test knob
+/// [`MINTED_LIFETIME_ENV`] when it is set to 10..=3600 seconds.
+pub fn minted_lifetime() -> Duration {
+    std::env::var(MINTED_LIFETIME_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| (10..=3600).contains(s))
+        .map_or(MINTED_LIFETIME, Duration::from_secs)
+}
+
+/// [`minted_lifetime`] as the notes say it: `1h`, or seconds.
+pub fn minted_lifetime_text() -> String {
+    let l = minted_lifetime();
+    if l == MINTED_LIFETIME {
+        "1h".into()
+    } else {
+        format!("{}s", l.as_secs())
+    }
+}
 
 /// What kubeadm-config says about the cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -489,16 +514,16 @@ pub fn etcd_material(
                 .into(),
         ));
     };
-    let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
+    let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, minted_lifetime())
         .map_err(|source| {
-        DiscoveryError::Failed(
-            CaError::Mint {
-                name: "kubeadm-certs entry etcd-ca.key".into(),
-                source,
-            }
-            .to_string(),
-        )
-    })?;
+            DiscoveryError::Failed(
+                CaError::Mint {
+                    name: "kubeadm-certs entry etcd-ca.key".into(),
+                    source,
+                }
+                .to_string(),
+            )
+        })?;
     Ok(EtcdMaterial {
         source: "kubeadm-certs".into(),
         ca_pem: etcd_ca.cert_pem.clone(),
@@ -541,11 +566,11 @@ pub fn etcd_material_from_dir(dir: &std::path::Path) -> Result<EtcdMaterial, CaE
     let etcd_ca = parse("etcd/ca.crt", "etcd/ca.key", &ca, &ca_key)?;
     // The cluster CA key is read only if an admin certificate is minted with it.
     let cluster_ca = ClusterCa::OnDisk(dir.to_owned());
-    let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, MINTED_LIFETIME)
+    let (cert_pem, key_pem) = mint_client(&etcd_ca, "joinguard-preflight", None, minted_lifetime())
         .map_err(|source| CaError::Mint {
-        name: dir.join("etcd/ca.key").display().to_string(),
-        source,
-    })?;
+            name: dir.join("etcd/ca.key").display().to_string(),
+            source,
+        })?;
     Ok(EtcdMaterial {
         source: dir.display().to_string(),
         ca_pem: etcd_ca.cert_pem.clone(),

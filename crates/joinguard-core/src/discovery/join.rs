@@ -511,15 +511,17 @@ impl DiscoveryInput {
         if let (Some(m), true) = (&etcd, self.cert_dir.is_some() || self.shared_certificates) {
             notes.note(&format!(
                 "[preflight] {}: minted an in-memory etcd client certificate from the etcd CA \
-                 (valid 1h{})",
+                 (valid {}{})",
                 m.source,
+                crate::discovery::cluster::minted_lifetime_text(),
                 ca_key(m)
             ));
         } else if let Some(m) = &etcd {
             notes.note(&if m.minted {
                 format!(
                     "[preflight] kubeadm-certs decrypted: minted an in-memory etcd client \
-                     certificate from the etcd CA (valid 1h{})",
+                     certificate from the etcd CA (valid {}{})",
+                    crate::discovery::cluster::minted_lifetime_text(),
                     ca_key(m)
                 )
             } else {

@@ -458,16 +458,29 @@ fn cluster_args(
         None => Ok(default),
         Some(s) => parse_duration(s).map_err(|e| field(name, e.to_string())),
     };
+    const NO_CERTIFICATE_KEY: &str = "the monitor runs for months, but kubeadm deletes the \
+        kubeadm-certs Secret 2 hours after `kubeadm init phase upload-certs` and a certificate \
+        minted from it lives 1 hour: mount the etcd client files instead \
+        (/etc/kubernetes/pki/etcd/ca.crt, apiserver-etcd-client.crt and \
+        apiserver-etcd-client.key) and set etcdCacert, etcdCert and etcdKey, or certDir";
     if c.certificate_key.is_some() {
-        return Err(field(
-            "cluster.certificateKey",
-            "the monitor runs for months, but kubeadm deletes the kubeadm-certs Secret 2 hours \
-             after `kubeadm init phase upload-certs` and a certificate minted from it lives 1 \
-             hour: mount the etcd client files instead (/etc/kubernetes/pki/etcd/ca.crt, \
-             apiserver-etcd-client.crt and apiserver-etcd-client.key) and set etcdCacert, \
-             etcdCert and etcdKey, or certDir"
-                .into(),
-        ));
+        return Err(field("cluster.certificateKey", NO_CERTIFICATE_KEY.into()));
+    }
+    // The same key inside the join's JoinConfiguration. A file that cannot be read or parsed is
+    // reported where it is resolved, with the rest of the cluster section.
+    if let Some(path) = &c.join_config {
+        if let Ok(j) = crate::joinconfig::JoinConfig::load(path) {
+            if j.certificate_key.is_some() {
+                return Err(field(
+                    "cluster.joinConfig",
+                    format!(
+                        "{} has controlPlane.certificateKey: {NO_CERTIFICATE_KEY} (or point \
+                         joinConfig at a copy without the key)",
+                        path.display()
+                    ),
+                ));
+            }
+        }
     }
     // The cluster section's fields under their kubeadm flag names, so that kubeadm's rule for
     // `--config` beside flags applies to `joinConfig` beside them too.
@@ -585,6 +598,41 @@ mod tests {
         assert!(e.contains("cluster.certificateKey"), "{e}");
         assert!(e.contains("apiserver-etcd-client.crt"), "{e}");
         assert!(!e.contains("00112233"), "{e}");
+    }
+
+    /// The key inside a JoinConfiguration given as `joinConfig` is refused too, by the key
+    /// that names the file, without repeating the key.
+    #[test]
+    fn a_join_configs_certificate_key_is_refused_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let join = dir.path().join("kubeadm-join-config.yaml");
+        let key = "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c";
+        std::fs::write(
+            &join,
+            format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  \
+                 bootstrapToken:\n    apiServerEndpoint: 10.0.0.10:6443\n    token: \
+                 abcdef.0123456789abcdef\n    unsafeSkipCAVerification: true\ncontrolPlane:\n  \
+                 certificateKey: {key}\n"
+            ),
+        )
+        .unwrap();
+        let e = parse(&format!("cluster:\n  joinConfig: {}\n", join.display()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cluster.joinConfig"), "{e}");
+        assert!(e.contains("controlPlane.certificateKey"), "{e}");
+        assert!(e.contains("apiserver-etcd-client.crt"), "{e}");
+        assert!(!e.contains(key) && !e.contains("0123456789abcdef"), "{e}");
+        // Without the key, the same file is taken.
+        std::fs::write(
+            &join,
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  \
+             bootstrapToken:\n    apiServerEndpoint: 10.0.0.10:6443\n    token: \
+             abcdef.0123456789abcdef\n    unsafeSkipCAVerification: true\ncontrolPlane: {}\n",
+        )
+        .unwrap();
+        parse(&format!("cluster:\n  joinConfig: {}\n", join.display())).expect("taken");
     }
 
     /// A monitor user is told about the key they wrote in monitor.yaml, never about a flag of

@@ -134,6 +134,8 @@ pub struct Metrics {
     targets_other_shards: Gauge,
     path_mtu: Family<TargetLabels, Gauge>,
     tcp_mss: Family<TargetLabels, Gauge>,
+    identity_expiry: Gauge,
+    identity_renewals: Counter,
     /// The check series set last time, to remove those that are gone.
     check_keys: Mutex<BTreeSet<(String, String)>>,
 }
@@ -251,6 +253,20 @@ impl Metrics {
             Unit::Bytes,
             tcp_mss.clone(),
         );
+        let identity_expiry = Gauge::default();
+        let identity_renewals = Counter::default();
+        registry.register_with_unit(
+            "etcd_client_certificate_expiry_timestamp",
+            "When the etcd client certificate the probes use expires (Unix time); a minted one \
+             is renewed at two thirds of its life",
+            Unit::Seconds,
+            identity_expiry.clone(),
+        );
+        registry.register(
+            "etcd_client_certificate_renewals",
+            "Times the etcd client identity was renewed (the cluster section resolved again)",
+            identity_renewals.clone(),
+        );
         Metrics {
             registry,
             rtt,
@@ -267,8 +283,24 @@ impl Metrics {
             targets_other_shards,
             path_mtu,
             tcp_mss,
+            identity_expiry,
+            identity_renewals,
             check_keys: Mutex::new(BTreeSet::new()),
         }
+    }
+
+    /// The etcd client certificate's expiry (none known: the series stays 0).
+    pub(crate) fn identity_expiry(&self, not_after: Option<std::time::SystemTime>) {
+        if let Some(t) = not_after.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
+            self.identity_expiry
+                .set(i64::try_from(t.as_secs()).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// One renewal of the etcd client identity, valid until `not_after`.
+    pub(crate) fn identity_renewed(&self, not_after: Option<std::time::SystemTime>) {
+        self.identity_renewals.inc();
+        self.identity_expiry(not_after);
     }
 
     /// Records one probe attempt.

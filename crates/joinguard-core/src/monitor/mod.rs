@@ -71,6 +71,33 @@ pub struct Shared {
     targets_generation: std::sync::atomic::AtomicU64,
     /// `/metrics` bodies, rendered at most once a second.
     exposition: serve::ExpositionCache,
+    /// The cluster's TLS material (etcd client, peer, API), replaced when the etcd client
+    /// identity is renewed ([`renew_loop`]).
+    cluster_tls: RwLock<ClusterTls>,
+    /// Bumped at each replacement: a probe loop takes the new material at its next round.
+    tls_generation: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    /// The cluster TLS material now.
+    fn cluster_tls(&self) -> ClusterTls {
+        self.cluster_tls
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// For a probe loop whose generation is behind: how `target` is probed with the current
+    /// material, when `how` uses the cluster's identity (etcd client and peer targets).
+    pub(crate) fn renewed_how(&self, target: &Target, how: &How) -> Option<How> {
+        match how {
+            How::EtcdClient(_) | How::EtcdPeer(_) => {
+                let new = self.cluster_tls().how(target);
+                (new.kinds() == how.kinds()).then_some(new)
+            }
+            How::Tcp | How::ApiReadyz(_) => None,
+        }
+    }
 }
 
 /// Why a host's path MTU has no figure.
@@ -127,6 +154,25 @@ struct ClusterTls {
 }
 
 impl ClusterTls {
+    /// The material of a resolved cluster section.
+    fn of(input: &crate::discovery::input::PreflightInput) -> Result<ClusterTls, String> {
+        let mut tls = ClusterTls::default();
+        if let (Some(ca), Some(id)) = (&input.etcd_ca, &input.etcd_identity) {
+            tls.etcd = Some(Arc::new(
+                EtcdTls::new(ca, Some(id)).map_err(|e| e.to_string())?,
+            ));
+            tls.peer = Some(Arc::new(
+                TlsClient::new(ca, Some(id), &[ALPN_HTTP1]).map_err(|e| e.to_string())?,
+            ));
+        }
+        if let Some(ca) = &input.api_ca {
+            tls.api = Some(Arc::new(
+                TlsClient::new(ca, None, &[ALPN_HTTP1]).map_err(|e| e.to_string())?,
+            ));
+        }
+        Ok(tls)
+    }
+
     fn how(&self, t: &Target) -> How {
         match t.kind {
             TargetKind::ApiServer => match &self.api {
@@ -204,7 +250,13 @@ pub async fn start(
     let mut etcd_identity = true;
     // Targets MemberList does not change: the static list and the cluster's API endpoint.
     let mut fixed: Vec<Planned> = planned.clone();
+    // The cluster section as given, to resolve again when the etcd client identity is renewed.
+    let mut renew: Option<(
+        crate::PreflightSpec,
+        Option<crate::probe::tls::CertValidity>,
+    )> = None;
     if let Some(args) = config.cluster.take() {
+        let spec = args.clone();
         let input = crate::discovery::input::PreflightInput::from_spec(args, &recorder, notes)
             .await
             .map_err(|e| match e {
@@ -215,22 +267,9 @@ pub async fn start(
         thresholds = input.thresholds.clone();
         ignore = input.ignore.clone();
         etcd_identity = input.etcd_identity.is_some() || input.etcd_clients.is_empty();
-        if let Some(ca) = &input.etcd_ca {
-            if let Some(id) = &input.etcd_identity {
-                cluster_tls.etcd = Some(Arc::new(
-                    EtcdTls::new(ca, Some(id)).map_err(|e| Stopped::Invalid(e.to_string()))?,
-                ));
-                cluster_tls.peer = Some(Arc::new(
-                    TlsClient::new(ca, Some(id), &[ALPN_HTTP1])
-                        .map_err(|e| Stopped::Invalid(e.to_string()))?,
-                ));
-            }
-        }
-        if let Some(ca) = &input.api_ca {
-            cluster_tls.api = Some(Arc::new(
-                TlsClient::new(ca, None, &[ALPN_HTTP1])
-                    .map_err(|e| Stopped::Invalid(e.to_string()))?,
-            ));
+        cluster_tls = ClusterTls::of(&input).map_err(Stopped::Invalid)?;
+        if input.etcd_identity.is_some() {
+            renew = Some((spec, identity_validity(&input)));
         }
         if let Some(t) = &input.api {
             planned.push(Planned {
@@ -267,6 +306,8 @@ pub async fn start(
         path_mtu: Mutex::new(PathMtuState::default()),
         targets_generation: Default::default(),
         exposition: serve::ExpositionCache::new(serve::EXPOSITION_MAX_AGE),
+        cluster_tls: RwLock::new(cluster_tls.clone()),
+        tls_generation: Default::default(),
         config,
     });
     apply_targets(&shared, planned);
@@ -275,19 +316,16 @@ pub async fn start(
     tasks.push(tokio::spawn(serve::serve(listener, shared.clone())));
     tasks.push(tokio::spawn(evaluate_loop(shared.clone())));
     if !shared.config.path_mtu_interval.is_zero() {
-        tasks.push(tokio::spawn(path_mtu_loop(
-            shared.clone(),
-            cluster_tls.peer.clone(),
-        )));
+        tasks.push(tokio::spawn(path_mtu_loop(shared.clone())));
     }
-    if let Some(tls) = cluster_tls.etcd.clone().filter(|_| !seeds.is_empty()) {
-        tasks.push(tokio::spawn(member_list_loop(
-            shared.clone(),
-            tls,
-            cluster_tls.clone(),
-            seeds,
-            fixed,
-        )));
+    if cluster_tls.etcd.is_some() && !seeds.is_empty() {
+        tasks.push(tokio::spawn(member_list_loop(shared.clone(), seeds, fixed)));
+    }
+    if let Some((spec, validity)) = renew {
+        shared
+            .metrics
+            .identity_expiry(validity.as_ref().map(|v| v.not_after));
+        tasks.push(tokio::spawn(renew_loop(shared.clone(), spec, validity)));
     }
     info!(%addr, "serving /metrics, /healthz and /readyz");
     notes.note(&format!(
@@ -507,7 +545,7 @@ fn path_mtu_checks(shared: &Shared) -> Vec<CheckResult> {
 /// members MemberList brings after the seed) is probed within a second, not an interval later.
 /// Without CAP_NET_RAW the ICMP side stops for good (that does not change while the process
 /// runs) and TCP judges alone.
-async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
+async fn path_mtu_loop(shared: Arc<Shared>) {
     // Why the ICMP side cannot run, once known.
     let mut icmp_off: Option<String> = None;
     let mut last_full: Option<tokio::time::Instant> = None;
@@ -526,6 +564,7 @@ async fn path_mtu_loop(shared: Arc<Shared>, peer_tls: Option<Arc<TlsClient>>) {
             continue;
         }
         seen_generation = Some(generation);
+        let peer_tls = shared.cluster_tls().peer;
         // Per host: (the first target's name, it), and its etcd peer target if there is one.
         let mut hosts: BTreeMap<String, (String, Target)> = BTreeMap::new();
         let mut peers: BTreeMap<String, (String, Target)> = BTreeMap::new();
@@ -703,16 +742,16 @@ impl retry::Classify for ListFailure {
 /// Follows the cluster's members: every `memberListInterval`, lists them from the first member
 /// that answers (seeds, then the members last seen) and replaces the etcd targets by the list's.
 /// When no member answers, the targets stay as they are (and show as down).
-async fn member_list_loop(
-    shared: Arc<Shared>,
-    tls: Arc<EtcdTls>,
-    cluster_tls: ClusterTls,
-    seeds: Vec<Target>,
-    fixed: Vec<Planned>,
-) {
+async fn member_list_loop(shared: Arc<Shared>, seeds: Vec<Target>, fixed: Vec<Planned>) {
     let every = shared.config.member_list_interval;
     let mut known: Vec<String> = seeds.iter().map(Target::url).collect();
     loop {
+        // The current material: a renewed identity is used from the next listing on.
+        let cluster_tls = shared.cluster_tls();
+        let Some(tls) = cluster_tls.etcd.clone() else {
+            tokio::time::sleep(every).await;
+            continue;
+        };
         let policy = RetryPolicy::etcd()
             .with_budget(every)
             .with_per_attempt(shared.config.probe_timeout.max(Duration::from_secs(1)));
@@ -755,6 +794,100 @@ async fn member_list_loop(
             None => warn!("no etcd member answered MemberList; keeping the current targets"),
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+/// The validity of the etcd client identity a resolved cluster section carries.
+fn identity_validity(
+    input: &crate::discovery::input::PreflightInput,
+) -> Option<crate::probe::tls::CertValidity> {
+    let id = input.etcd_identity.as_ref()?;
+    crate::probe::tls::CertValidity::from_der(id.chain().first()?)
+}
+
+/// When to renew an identity valid `v`, seen at `now`: two thirds into its lifetime (kubelet
+/// rotates its own between 70 and 90 %), at least 1 s and at most a day from now (a day: a
+/// certificate on disk that kubeadm renewed is picked up within one).
+fn renew_in(v: &crate::probe::tls::CertValidity, now: std::time::SystemTime) -> Duration {
+    let life = v.not_after.duration_since(v.not_before).unwrap_or_default();
+    let at = v.not_before + life * 2 / 3;
+    at.duration_since(now)
+        .unwrap_or_default()
+        .clamp(Duration::from_secs(1), Duration::from_secs(24 * 3600))
+}
+
+/// Keeps the etcd client identity fresh. A monitor given `certDir` mints a client certificate
+/// that lives [`crate::discovery::cluster::MINTED_LIFETIME`] (1 h): the connections made with
+/// it keep working after it expires, but the next reconnect (a member restarted, a path that
+/// broke) would fail its TLS handshake. Before two thirds of its life are over, the cluster
+/// section is resolved again as at start (the certificate directory read again, a new
+/// certificate minted) and every etcd client and peer probe reconnects with the new one at its
+/// next round. A failed renewal is retried every minute, and says so, while the old identity
+/// lasts.
+async fn renew_loop(
+    shared: Arc<Shared>,
+    spec: crate::PreflightSpec,
+    mut validity: Option<crate::probe::tls::CertValidity>,
+) {
+    const RETRY: Duration = Duration::from_secs(60);
+    let mut wait = validity
+        .as_ref()
+        .map_or(Duration::from_secs(24 * 3600), |v| {
+            renew_in(v, std::time::SystemTime::now())
+        });
+    loop {
+        tokio::time::sleep(wait).await;
+        let recorder = Recorder::new();
+        let resolved = crate::discovery::input::PreflightInput::from_spec(
+            spec.clone(),
+            &recorder,
+            &crate::notes::Silent,
+        )
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|input| Ok((ClusterTls::of(&input)?, identity_validity(&input))));
+        match resolved {
+            Ok((tls, new_validity)) => {
+                *shared
+                    .cluster_tls
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner()) = tls;
+                shared
+                    .tls_generation
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let until = new_validity
+                    .as_ref()
+                    .map(|v| humantime::format_rfc3339_seconds(v.not_after).to_string())
+                    .unwrap_or_else(|| "an unknown time".into());
+                info!(valid_until = %until, "renewed the etcd client identity; the etcd probes reconnect with it");
+                shared
+                    .metrics
+                    .identity_renewed(new_validity.as_ref().map(|v| v.not_after));
+                validity = new_validity;
+                wait = validity
+                    .as_ref()
+                    .map_or(Duration::from_secs(24 * 3600), |v| {
+                        renew_in(v, std::time::SystemTime::now())
+                    });
+            }
+            Err(e) => {
+                let left = validity
+                    .as_ref()
+                    .and_then(|v| {
+                        v.not_after
+                            .duration_since(std::time::SystemTime::now())
+                            .ok()
+                    })
+                    .unwrap_or_default();
+                warn!(
+                    error = %e,
+                    expires_in_s = left.as_secs(),
+                    "could not renew the etcd client identity; retrying in 60s (the current one \
+                     keeps working until it expires; after that the etcd probes fail to reconnect)"
+                );
+                wait = RETRY;
+            }
+        }
     }
 }
 
@@ -836,6 +969,33 @@ pub async fn wait_for_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_identity_is_renewed_two_thirds_into_its_life() {
+        use crate::probe::tls::CertValidity;
+        use std::time::UNIX_EPOCH;
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        // A minted certificate: valid from 30 s before it was made, for an hour after.
+        let minted = CertValidity {
+            not_before: t0 - Duration::from_secs(30),
+            not_after: t0 + Duration::from_secs(3600),
+            subject: "CN=joinguard-preflight".into(),
+        };
+        // (3630 s * 2/3) - 30 s = 2390 s after minting.
+        assert_eq!(renew_in(&minted, t0), Duration::from_secs(2390));
+        // Past the mark (a renewal that failed and is retried): soon, not at once in a loop.
+        assert_eq!(
+            renew_in(&minted, t0 + Duration::from_secs(3000)),
+            Duration::from_secs(1)
+        );
+        // A kubeadm certificate on disk, a year long: looked at again within a day.
+        let year = CertValidity {
+            not_before: t0,
+            not_after: t0 + Duration::from_secs(365 * 86400),
+            subject: "CN=kube-apiserver-etcd-client".into(),
+        };
+        assert_eq!(renew_in(&year, t0), Duration::from_secs(86400));
+    }
 
     fn member(i: u64) -> MemberInfo {
         MemberInfo {

@@ -99,7 +99,23 @@ pub async fn run(
     // in the same millisecond (and replicas do not probe a member in lockstep).
     let mut due = Instant::now() + interval.mul_f64(rand::random::<f64>());
     let mut conn = Conn::None;
+    let mut how = how;
+    let mut tls_seen = shared
+        .tls_generation
+        .load(std::sync::atomic::Ordering::Relaxed);
     loop {
+        // A renewed etcd client identity: reconnect with it (the old connection would go on
+        // working until it broke, then fail its handshake with an expired certificate).
+        let g = shared
+            .tls_generation
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if g != tls_seen {
+            tls_seen = g;
+            if let Some(new) = shared.renewed_how(&target, &how) {
+                how = new;
+                conn = Conn::None;
+            }
+        }
         let at = due + interval.mul_f64(cfg.jitter * rand::random::<f64>());
         tokio::time::sleep_until(at).await;
         shared

@@ -75,7 +75,16 @@ impl Fixture {
     /// `mon` + m1..m3 (etcd) + m4 (spare, for a member added later); 1 ms each way between the
     /// monitor and every member.
     fn new() -> Fixture {
-        let env = crate::lab()
+        Fixture::build(crate::lab())
+    }
+
+    /// As [`Fixture::new`], with the API server stand-in (token discovery, the etcd pods).
+    fn with_api() -> Fixture {
+        Fixture::build(crate::lab().layout(netlab::harness::Layout::EtcdPods))
+    }
+
+    fn build(lab: netlab::harness::EnvBuilder) -> Fixture {
+        let env = lab
             .name("etcd_monitor_follows_impairment_members_and_readiness")
             .joiner("mon")
             .members(3)
@@ -121,10 +130,16 @@ impl Fixture {
 
     /// Starts the monitor with `config` as its monitor.yaml.
     fn start_monitor_with(&mut self, config: &str) {
+        self.start_monitor_env(config, &[]);
+    }
+
+    /// Starts the monitor with `config` as its monitor.yaml and `env` in its environment.
+    fn start_monitor_env(&mut self, config: &str, env: &[(&str, &str)]) {
         let path = self.dir.path().join("monitor.yaml");
         std::fs::write(&path, config).unwrap();
         let log = std::fs::File::create(self.dir.path().join("monitor.log")).unwrap();
         let mut cmd = self.mon().command(JOINGUARD);
+        cmd.envs(env.iter().copied());
         cmd.args(["-v", "monitor", "--config"])
             .arg(&path)
             .args(["--listen", &self.addr().to_string()])
@@ -687,3 +702,96 @@ fn monitor_static_targets_on_loopback() {
 }
 
 // The deployment manifests are checked in tests/manifests.rs.
+
+/// A monitor given `certDir` (the CAs and their keys, as a control-plane node has them) mints
+/// its etcd client certificate, and renews it before two thirds of its life are over (issue 32).
+/// With a 30 s lifetime (the test-only `JOINGUARD_TEST_MINTED_LIFETIME`), two renewals come
+/// within about 25 s; past the first certificate's expiry, a restarted member (every connection
+/// to it broken) is probed again, which needs a TLS handshake with a valid certificate. Without
+/// renewal that handshake fails and m2's probes stay failed.
+#[test]
+fn monitor_renews_a_minted_identity_and_reconnects_with_it() {
+    let _s = serial();
+    let mut fx = Fixture::with_api();
+    let pki = fx.env.etcd().pki_dir();
+    let cert_dir = fx.dir.path().join("pki");
+    std::fs::create_dir_all(cert_dir.join("etcd")).unwrap();
+    // The CAs and their keys, as a control-plane node has them; no etcd client pair.
+    for f in ["ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key"] {
+        std::fs::copy(pki.join(f), cert_dir.join(f)).unwrap();
+    }
+    // Token discovery, as a control-plane node's monitor finds the members (the etcd pods) and
+    // the cluster CA; the etcd client certificate is minted from certDir's etcd CA.
+    let config = format!(
+        "interval: 1s\njitter: 0.1\nprobeTimeout: 1s\nwindow: 5\nmemberListInterval: 1s\n\
+         cluster:\n  apiServerEndpoint: {}\n  token: {}\n  discoveryTokenCaCertHash: [{}]\n  \
+         certDir: {}\n",
+        fx.env.api().addr(),
+        netlab::harness::TOKEN,
+        fx.env.fixture().ca_pin,
+        cert_dir.display()
+    );
+    let started = Instant::now();
+    fx.start_monitor_env(&config, &[("JOINGUARD_TEST_MINTED_LIFETIME", "30")]);
+    let client2 = fx.name("etcd-client", 1);
+    let names: Vec<String> = (0..3)
+        .flat_map(|i| [fx.name("etcd-client", i), fx.name("etcd-peer", i)])
+        .collect();
+    fx.wait_metrics("all 6 etcd targets up", Duration::from_secs(20), |m| {
+        names
+            .iter()
+            .all(|n| sample(m, "joinguard_target_up", &[("target", n)]) == Some(1.0))
+    });
+    let expiry = |m: &str| {
+        sample(
+            m,
+            "joinguard_etcd_client_certificate_expiry_timestamp_seconds",
+            &[],
+        )
+        .unwrap_or(0.0)
+    };
+    let first_expiry = expiry(&fx.metrics());
+    let now_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        (first_expiry - now_unix) > 0.0 && (first_expiry - now_unix) <= 31.0,
+        "a 30 s certificate: expires at {first_expiry}, now {now_unix}"
+    );
+    fx.wait_metrics("two renewals", Duration::from_secs(40), |m| {
+        sample(m, "joinguard_etcd_client_certificate_renewals_total", &[]).unwrap_or(0.0) >= 2.0
+    });
+    assert!(expiry(&fx.metrics()) > first_expiry, "the expiry moved on");
+    // Past the first certificate's expiry, break every connection to m2.
+    let past = Duration::from_secs(33).saturating_sub(started.elapsed());
+    std::thread::sleep(past);
+    fx.env.etcd_mut().kill_member(1).expect("kill m2");
+    fx.wait_metrics("m2's client probe failed", Duration::from_secs(10), |m| {
+        sample(
+            m,
+            "joinguard_probe_last_rtt_seconds",
+            &[("target", &client2), ("probe", "etcd-status")],
+        )
+        .is_none_or(f64::is_nan)
+    });
+    fx.env.etcd_mut().restart_member(1).expect("restart m2");
+    fx.wait_metrics(
+        "m2's client probe answers again",
+        Duration::from_secs(20),
+        |m| {
+            sample(
+                m,
+                "joinguard_probe_last_rtt_seconds",
+                &[("target", &client2), ("probe", "etcd-status")],
+            )
+            .is_some_and(f64::is_finite)
+        },
+    );
+    let log = fx.log();
+    assert!(
+        log.matches("renewed the etcd client identity").count() >= 2,
+        "{log}"
+    );
+    assert!(!log.contains("could not renew"), "{log}");
+}
