@@ -7,6 +7,14 @@
 /// Where a command's progress lines go. One line per call, without a trailing newline.
 pub trait Notes: Send + Sync {
     fn note(&self, line: &str);
+
+    /// How far a long measurement is: `done` of `total` streams finished, `elapsed` since it
+    /// started. `total` can grow (targets found in etcd's member list join the run). Called
+    /// at each change; the default shows nothing.
+    fn progress(&self, _done: usize, _total: usize, _elapsed: std::time::Duration) {}
+
+    /// The measurement is over (the report follows).
+    fn progress_done(&self) {}
 }
 
 /// Drops every line (for callers that want none).

@@ -30,6 +30,40 @@ impl Notes for Stderr {
     }
 }
 
+/// preflight's notes and progress on stderr: the measurement as a one-line bar on a terminal
+/// (streams finished of those started, elapsed), the notes above it; without a terminal, a
+/// progress line only for a run that takes longer than [`crate::progress::PLAIN_EVERY`], then
+/// at most one per interval. stdout is left to the report.
+struct PreflightNotes {
+    progress: crate::progress::Progress,
+}
+
+impl Notes for PreflightNotes {
+    fn note(&self, line: &str) {
+        self.progress.line(line);
+    }
+
+    fn progress(&self, done: usize, total: usize, elapsed: Duration) {
+        if !self.progress.is_bar() && elapsed < crate::progress::PLAIN_EVERY {
+            return;
+        }
+        let percent = (done * 100).checked_div(total).unwrap_or(0) as u64;
+        let counts = format!("{done} of {total} probe streams finished");
+        self.progress.update(
+            percent,
+            &counts,
+            &format!(
+                "[preflight] measuring: {counts} after {:.0}s",
+                elapsed.as_secs_f64()
+            ),
+        );
+    }
+
+    fn progress_done(&self) {
+        self.progress.finish();
+    }
+}
+
 /// Writes `text` to stdout. A closed pipe (`joinguard ... | head`) is not an error worth a panic.
 pub fn stdout(text: &str) {
     let mut out = std::io::stdout().lock();
@@ -106,7 +140,11 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
     if header_shown {
         stdout_bytes(format!("{}\n", input.running_line()).as_bytes());
     }
-    let mut outcome = rt.block_on(preflight::preflight(&input, &Stderr));
+    let notes = PreflightNotes {
+        progress: crate::progress::Progress::stderr("[preflight]"),
+    };
+    let mut outcome = rt.block_on(preflight::preflight(&input, &notes));
+    notes.progress.finish();
     if let Outcome::Report(r) = &mut outcome {
         r.header_shown = header_shown;
     }

@@ -5,7 +5,7 @@
 //! the report alone.
 
 use std::io::IsTerminal;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -20,8 +20,9 @@ pub const PLAIN_EVERY: Duration = Duration::from_secs(5);
 pub struct Progress {
     prefix: String,
     terminal: bool,
-    /// Made on the first update: a run with nothing to wait for draws no bar.
-    bar: OnceLock<ProgressBar>,
+    /// Made on the first update (a run with nothing to wait for draws no bar), taken away when
+    /// it is finished (a `--wait` run draws a new one per check).
+    bar: Mutex<Option<ProgressBar>>,
     last_plain: Mutex<Option<Instant>>,
 }
 
@@ -34,7 +35,7 @@ impl Progress {
         Progress {
             prefix: prefix.to_string(),
             terminal,
-            bar: OnceLock::new(),
+            bar: Mutex::new(None),
             last_plain: Mutex::new(None),
         }
     }
@@ -46,7 +47,7 @@ impl Progress {
 
     /// A note that stays: printed above the bar, or as a line.
     pub fn line(&self, text: &str) {
-        match self.bar.get() {
+        match self.bar.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
             Some(b) => b.println(text),
             None => say(text),
         }
@@ -57,11 +58,9 @@ impl Progress {
     pub fn update(&self, percent: u64, message: &str, plain: &str) {
         match self.terminal {
             true => {
-                let mut fresh = false;
-                let b = self.bar.get_or_init(|| {
-                    fresh = true;
-                    bar(&self.prefix)
-                });
+                let mut slot = self.bar.lock().unwrap_or_else(|e| e.into_inner());
+                let fresh = slot.is_none();
+                let b = slot.get_or_insert_with(|| bar(&self.prefix));
                 b.set_message(message.to_string());
                 b.set_position(percent.min(100));
                 if fresh {
@@ -83,7 +82,7 @@ impl Progress {
 
     /// Clears the bar (the outcome follows on stdout); nothing without one.
     pub fn finish(&self) {
-        if let Some(b) = self.bar.get() {
+        if let Some(b) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
             b.finish_and_clear();
         }
     }

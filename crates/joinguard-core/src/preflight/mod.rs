@@ -64,7 +64,7 @@ pub async fn preflight(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
 
 async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
     let Some(wait) = input.wait else {
-        return check_once(input, input.timeout).await;
+        return check_once(input, input.timeout, notes).await;
     };
     let deadline = Instant::now() + wait;
     let text = input.output == Output::Text;
@@ -76,6 +76,7 @@ async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome 
             match check_once(
                 input,
                 input.timeout.min(left.max(Duration::from_millis(500))),
+                notes,
             )
             .await
             {
@@ -121,15 +122,16 @@ async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome 
                 Outcome::Report(r)
             }
             // The deadline cut the only check off: run one final short check for a verdict.
-            None => check_once(input, Duration::from_secs(2)).await,
+            None => check_once(input, Duration::from_secs(2), notes).await,
         },
     }
 }
 
-/// One check run, bounded by `budget`.
-pub async fn check_once(input: &PreflightInput, budget: Duration) -> Outcome {
+/// One check run, bounded by `budget`; its progress goes to `notes`.
+pub async fn check_once(input: &PreflightInput, budget: Duration, notes: &dyn Notes) -> Outcome {
     let started = Instant::now();
-    let obs = run::observe(input, SamplingPolicy::default(), budget).await;
+    let obs = run::observe(input, SamplingPolicy::default(), budget, notes).await;
+    notes.progress_done();
     if let Some(t) = &obs.trust_failure {
         return Outcome::Trust(t.clone());
     }

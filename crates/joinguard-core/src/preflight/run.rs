@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::check::{EtcdMemberHealth, Thresholds};
 use crate::failure::TrustFailure;
+use crate::notes::Notes;
 use crate::probe::etcd::{self, EtcdFailure, EtcdTls, MemberClient, MemberInfo, SnapshotProbe};
 use crate::probe::failure::{etcd_probe_failure, http_probe_failure};
 use crate::probe::fullsize::{self, FullSize, NoExchange};
@@ -196,7 +197,9 @@ pub async fn observe(
     input: &PreflightInput,
     policy: SamplingPolicy,
     budget: Duration,
+    notes: &dyn Notes,
 ) -> Observations {
+    let counter = Counter::new(notes);
     let clock = Clock {
         deadline: Instant::now() + budget.saturating_sub(REPORT_MARGIN),
     };
@@ -297,8 +300,14 @@ pub async fn observe(
             }
         }
         let threads = spawn_icmp(clock, policy, &limits, new_hosts);
+        let icmp_streams = usize::from(!threads.is_empty());
+        counter.add(more.len() + icmp_streams);
+        let more = more.into_iter().map(|f| counter.counted(f)).collect();
         futures_join_all(more).await;
         merge_icmp(threads, &shared).await;
+        if icmp_streams > 0 {
+            counter.finished();
+        }
     };
 
     for t in &input.etcd_clients {
@@ -339,7 +348,15 @@ pub async fn observe(
     let icmp = {
         let threads = spawn_icmp(clock, policy, &limits, hosts);
         let shared = &shared;
-        async move { merge_icmp(threads, shared).await }
+        let counter = &counter;
+        let streams = usize::from(!threads.is_empty());
+        counter.add(streams);
+        async move {
+            merge_icmp(threads, shared).await;
+            if streams > 0 {
+                counter.finished();
+            }
+        }
     };
     let discovery_wanted = input.etcd_identity.is_some() && !input.etcd_clients.is_empty();
     let discovered = async {
@@ -347,6 +364,8 @@ pub async fn observe(
             discovered.await
         }
     };
+    counter.add(tasks.len());
+    let tasks = tasks.into_iter().map(|f| counter.counted(f)).collect();
     tokio::join!(futures_join_all(tasks), icmp, discovered);
 
     // The write and bandwidth probes run after the measurements, so their load does not
@@ -452,6 +471,49 @@ impl Discovery {
 type BoxFut<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + 'a>>;
 
 /// Runs futures concurrently on this task (no spawn: they borrow the run's state).
+/// Streams finished of those started, for the run's progress line.
+struct Counter<'a> {
+    notes: &'a dyn Notes,
+    started: Instant,
+    done: std::sync::atomic::AtomicUsize,
+    total: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> Counter<'a> {
+    fn new(notes: &'a dyn Notes) -> Self {
+        Counter {
+            notes,
+            started: Instant::now(),
+            done: Default::default(),
+            total: Default::default(),
+        }
+    }
+
+    fn add(&self, n: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if n > 0 {
+            let total = self.total.fetch_add(n, Relaxed) + n;
+            self.notes
+                .progress(self.done.load(Relaxed), total, self.started.elapsed());
+        }
+    }
+
+    fn finished(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let done = self.done.fetch_add(1, Relaxed) + 1;
+        self.notes
+            .progress(done, self.total.load(Relaxed), self.started.elapsed());
+    }
+
+    /// `f`, counted as finished when it returns.
+    fn counted<'f>(&'f self, f: BoxFut<'f>) -> BoxFut<'f> {
+        Box::pin(async move {
+            f.await;
+            self.finished();
+        })
+    }
+}
+
 async fn futures_join_all<'a>(futs: Vec<BoxFut<'a>>) {
     let mut set = futs;
     // A small hand-rolled join: poll all until done.

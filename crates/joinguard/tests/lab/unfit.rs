@@ -389,3 +389,56 @@ labtest!(
         assert!(!json.stdout.contains("[preflight]"), "{json}");
     }
 );
+
+labtest!(
+    /// On a terminal (a pty from `script`, as an ssh session has one) preflight draws its
+    /// measurement as a one-line bar on stderr (probe streams finished of those started) and
+    /// clears it before the report; stdout, redirected to a file, holds the report alone with no
+    /// terminal control bytes, and with `-o json` the JSON document alone.
+    preflight_draws_progress_on_a_terminal_and_never_on_stdout,
+    lab(1),
+    |env| {
+        let m2 = env.host("m2");
+        env.lab()
+            .net()
+            .set_link(env.joiner(), m2, Impairment::none().with_loss(0.3));
+        let api = format!("{}:6443", m2.addr());
+        let dir = tempfile::tempdir().expect("temp dir");
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let on_a_terminal = |extra: &[&str]| -> (String, String) {
+            let out = dir.path().join("stdout");
+            let mut args = vec![JOINGUARD, "preflight", api.as_str(), "--timeout", "10s"];
+            args.extend_from_slice(extra);
+            let line: Vec<String> = args.iter().map(|a| quote(a)).collect();
+            let shell = format!(
+                "TERM=xterm {} >{}",
+                line.join(" "),
+                quote(&out.to_string_lossy())
+            );
+            let mut cmd = env.joiner().command("script");
+            cmd.args(["-qec", &shell, "/dev/null"]);
+            let r = netlab::harness::run(&mut cmd, Duration::from_secs(60));
+            let stdout = std::fs::read_to_string(&out).expect("preflight's stdout");
+            eprintln!("terminal: {:?}\nstdout: {stdout}", r.stdout);
+            assert_eq!(r.code, 1, "unfit: {r}");
+            (r.stdout, stdout)
+        };
+        let (terminal, stdout) = on_a_terminal(&[]);
+        assert!(terminal.contains("[preflight] ["), "{terminal:?}");
+        assert!(terminal.contains("probe streams finished"), "{terminal:?}");
+        assert!(terminal.contains('\u{1b}'), "drawn in place: {terminal:?}");
+        assert!(
+            stdout.starts_with("[preflight] Running joinguard pre-flight checks"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("[ERROR PacketLoss]"), "{stdout}");
+        assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+        assert!(!stdout.contains("probe streams"), "{stdout}");
+
+        let (terminal, stdout) = on_a_terminal(&["-o", "json"]);
+        assert!(terminal.contains("probe streams finished"), "{terminal:?}");
+        let doc: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("stdout is the JSON document alone ({e}):\n{stdout:?}"));
+        assert_eq!(doc["verdict"], "unfit", "{stdout}");
+    }
+);
