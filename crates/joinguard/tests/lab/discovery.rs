@@ -999,10 +999,10 @@ fn etcd_promote_from_the_join_inputs_alone() {
 /// preflight names the dial, and `joinguard etcd promote --config` (which gives its dial the
 /// join's budget, not 2 s) promotes the learner.
 #[test]
-fn etcd_runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
+fn runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
     let _s = netlab::harness::serial();
     let mut env = lab3(Layout::EtcdPods)
-        .name("etcd_runbook_a_dial_past_2s")
+        .name("runbook_a_dial_past_2s")
         .build()
         .expect("lab environment");
     let joiner_host = env.joiner().clone();
