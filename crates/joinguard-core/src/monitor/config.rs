@@ -62,6 +62,18 @@ struct RawConfig {
     targets: Vec<RawTarget>,
     cluster: Option<RawCluster>,
     shard: Option<RawShard>,
+    tls: Option<RawTls>,
+}
+
+/// HTTPS for `/metrics`, named as Kubernetes components name theirs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawTls {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    /// Scrapers must present a client certificate this CA signed (mutual TLS).
+    #[serde(rename = "clientCAFile")]
+    client_ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,6 +170,8 @@ pub struct MonitorConfig {
     /// Which joinguard this is, for `joinguard_build_info` (not from the file: the binary sets
     /// it).
     pub build: super::metrics::BuildLabels,
+    /// HTTPS (and, with a client CA, mutual TLS) for the endpoints; plain HTTP when `None`.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl MonitorConfig {
@@ -317,6 +331,13 @@ impl MonitorConfig {
             });
         }
 
+        let tls = raw
+            .tls
+            .map(|t| {
+                super::serve::tls_config(&t.cert_file, &t.key_file, t.client_ca_file.as_deref())
+                    .map_err(|e| field("tls", e.to_string()))
+            })
+            .transpose()?;
         let cluster = raw.cluster.map(|c| cluster_args(c, &field)).transpose()?;
         if targets.is_empty() && cluster.is_none() {
             return Err(field(
@@ -386,6 +407,7 @@ impl MonitorConfig {
             cluster,
             shard,
             build: super::metrics::BuildLabels::default(),
+            tls,
         })
     }
 }

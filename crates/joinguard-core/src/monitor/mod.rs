@@ -155,19 +155,20 @@ struct ClusterTls {
 
 impl ClusterTls {
     /// The material of a resolved cluster section.
-    fn of(input: &crate::discovery::input::PreflightInput) -> Result<ClusterTls, String> {
+    fn of(input: &crate::discovery::input::PreflightInput) -> Result<ClusterTls, Stopped> {
+        let invalid = |e: &dyn std::fmt::Display| Stopped::Invalid(e.to_string());
         let mut tls = ClusterTls::default();
         if let (Some(ca), Some(id)) = (&input.etcd_ca, &input.etcd_identity) {
             tls.etcd = Some(Arc::new(
-                EtcdTls::new(ca, Some(id)).map_err(|e| e.to_string())?,
+                EtcdTls::new(ca, Some(id)).map_err(|e| invalid(&e))?,
             ));
             tls.peer = Some(Arc::new(
-                TlsClient::new(ca, Some(id), &[ALPN_HTTP1]).map_err(|e| e.to_string())?,
+                TlsClient::new(ca, Some(id), &[ALPN_HTTP1]).map_err(|e| invalid(&e))?,
             ));
         }
         if let Some(ca) = &input.api_ca {
             tls.api = Some(Arc::new(
-                TlsClient::new(ca, None, &[ALPN_HTTP1]).map_err(|e| e.to_string())?,
+                TlsClient::new(ca, None, &[ALPN_HTTP1]).map_err(|e| invalid(&e))?,
             ));
         }
         Ok(tls)
@@ -267,7 +268,7 @@ pub async fn start(
         thresholds = input.thresholds.clone();
         ignore = input.ignore.clone();
         etcd_identity = input.etcd_identity.is_some() || input.etcd_clients.is_empty();
-        cluster_tls = ClusterTls::of(&input).map_err(Stopped::Invalid)?;
+        cluster_tls = ClusterTls::of(&input)?;
         if input.etcd_identity.is_some() {
             renew = Some((spec, identity_validity(&input)));
         }
@@ -329,9 +330,14 @@ pub async fn start(
     }
     info!(%addr, "serving /metrics, /healthz and /readyz");
     notes.note(&format!(
-        "[monitor] probing {} targets every {}; metrics on http://{addr}/metrics",
+        "[monitor] probing {} targets every {}; metrics on {}://{addr}/metrics",
         shared.running.lock().map(|r| r.len()).unwrap_or(0),
-        humantime::format_duration(shared.config.interval)
+        humantime::format_duration(shared.config.interval),
+        if shared.config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
     ));
     Ok(Monitor {
         shared,
@@ -844,7 +850,6 @@ async fn renew_loop(
             &crate::notes::Silent,
         )
         .await
-        .map_err(|e| e.to_string())
         .and_then(|input| Ok((ClusterTls::of(&input)?, identity_validity(&input))));
         match resolved {
             Ok((tls, new_validity)) => {
@@ -1044,6 +1049,111 @@ mod tests {
         )
         .await;
         assert!(closed.is_ok(), "the slow connection is still open");
+        assert!(started.elapsed() >= serve::HEADER_READ_TIMEOUT - Duration::from_millis(500));
+        m.stop();
+    }
+
+    /// With `tls:` the endpoints are served over HTTPS, and with `clientCAFile` only to a scraper
+    /// whose client certificate that CA signed: such a scrape gets /healthz, one without a
+    /// client certificate and a plain-HTTP one get nothing. The keys are RSA PKCS#1, as kubeadm
+    /// writes them.
+    #[tokio::test]
+    async fn tls_serves_scrapers_with_a_client_certificate_only() {
+        use netlab::pki::{CertSpec, KeyAlgorithm, KeyProfile, TestCa};
+        use rustls::pki_types::pem::PemObject;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir = tempfile::tempdir().unwrap();
+        // A CA with kubeadm's RSA-2048 PKCS#1 keys: the serving pair for 127.0.0.1 and a
+        // scraper's client pair.
+        let ca = TestCa::with_profile("scrape-ca", KeyProfile::kubeadm(KeyAlgorithm::Rsa(2048)))
+            .unwrap();
+        let localhost = [std::net::IpAddr::from([127, 0, 0, 1])];
+        let (crt, key) = ca
+            .issue(&CertSpec::server("joinguard-monitor", &localhost, &[]))
+            .unwrap()
+            .write(dir.path(), "tls")
+            .unwrap();
+        assert!(std::fs::read_to_string(&key)
+            .unwrap()
+            .starts_with("-----BEGIN RSA PRIVATE KEY-----"));
+        let client = ca.issue(&CertSpec::client("prometheus", None)).unwrap();
+        let ca_pem = ca.cert_pem().to_string();
+        let client_ca = ca.write_ca(dir.path(), "client-ca").unwrap();
+        let yaml = format!(
+            "pathMtuInterval: 0s\ntargets:\n  - kind: etcd-peer\n    endpoint: 127.0.0.1:1\n\
+             tls:\n  certFile: {}\n  keyFile: {}\n  clientCAFile: {}\n",
+            crt.display(),
+            key.display(),
+            client_ca.display(),
+        );
+        let config = MonitorConfig::parse(&yaml, "monitor.yaml", &|_| None).unwrap();
+        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::Silent)
+            .await
+            .unwrap();
+
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let provider = crate::probe::identity::crypto_provider();
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+        let client_chain: Vec<_> =
+            rustls::pki_types::CertificateDer::pem_slice_iter(client.cert_pem.as_bytes())
+                .map(Result::unwrap)
+                .collect();
+        let client_key = crate::key::PrivateKey::from_pem(client.key_pem.as_bytes(), None).unwrap();
+        let with_cert = builder
+            .clone()
+            .with_client_auth_cert(client_chain, client_key.to_rustls())
+            .unwrap();
+        let without_cert = builder.with_no_client_auth();
+        let addr = m.addr;
+        let get = |config: rustls::ClientConfig| async move {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+            let mut tls = connector.connect(name, tcp).await.ok()?;
+            tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .ok()?;
+            let mut answer = String::new();
+            tls.read_to_string(&mut answer).await.ok()?;
+            Some(answer)
+        };
+        let answer = get(with_cert)
+            .await
+            .expect("a scrape with a client certificate");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let refused = get(without_cert).await;
+        assert!(
+            !refused.as_deref().unwrap_or("").contains("200"),
+            "answered without a client certificate: {refused:?}"
+        );
+        // Plain HTTP on the TLS port: no answer.
+        let mut plain = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+        plain
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), plain.read_to_end(&mut buf)).await;
+        assert!(
+            !String::from_utf8_lossy(&buf).contains("200 OK"),
+            "{:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        // A client that opens a connection and never starts its handshake is closed too.
+        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let closed = tokio::time::timeout(
+            serve::HEADER_READ_TIMEOUT + Duration::from_secs(10),
+            silent.read_to_end(&mut Vec::new()),
+        )
+        .await;
+        assert!(closed.is_ok(), "the silent connection is still open");
         assert!(started.elapsed() >= serve::HEADER_READ_TIMEOUT - Duration::from_millis(500));
         m.stop();
     }

@@ -1,4 +1,5 @@
-//! The monitor's HTTP endpoints (hyper, HTTP/1.1, plain text):
+//! The monitor's HTTP endpoints (hyper, HTTP/1.1; HTTPS with `tls:` in monitor.yaml, and mutual
+//! TLS with its `clientCAFile`):
 //! - `/metrics`: OpenMetrics text when the scraper's `Accept` asks for
 //!   `application/openmetrics-text` (Prometheus does), else Prometheus text 0.0.4;
 //! - `/healthz`: 200 while the process serves (liveness);
@@ -84,9 +85,69 @@ impl ExpositionCache {
     }
 }
 
+/// Why `tls:` in monitor.yaml cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConfigError {
+    /// The certificate, its key or the client CA file (the message names the key and file).
+    #[error(transparent)]
+    Files(#[from] crate::probe::identity::IdentityError),
+    #[error("TLS: {0}")]
+    Rustls(#[from] rustls::Error),
+    #[error("tls.clientCAFile {}: {source}", path.display())]
+    ClientCa {
+        path: std::path::PathBuf,
+        source: rustls::server::VerifierBuilderError,
+    },
+}
+
+/// The TLS server configuration of `tls:` in monitor.yaml: the serving certificate chain and its
+/// key (RSA PKCS#1, SEC1 ECDSA or PKCS#8, as kubeadm and cert-manager write them), and, with a
+/// client CA, a scraper must present a certificate that CA signed. HTTP/1.1 only, TLS 1.2 and
+/// 1.3 (rustls' safe defaults). The files are read once, at start.
+pub(crate) fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    client_ca: Option<&std::path::Path>,
+) -> Result<Arc<rustls::ServerConfig>, TlsConfigError> {
+    use crate::input::{Input, Named};
+    use crate::probe::identity::{crypto_provider, CaBundle, ClientIdentity};
+    // `Input::Config`: these are keys of the monitor's own file; the name is what errors say.
+    let id = ClientIdentity::load(
+        (Named::new(Input::Config, "tls.certFile"), cert),
+        (Named::new(Input::Config, "tls.keyFile"), key),
+    )?;
+    let provider = crypto_provider();
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        Some(path) => {
+            let ca = CaBundle::load(Named::new(Input::Config, "tls.clientCAFile"), path)?;
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(ca.roots(), provider)
+                    .build()
+                    .map_err(|source| TlsConfigError::ClientCa {
+                        path: path.to_owned(),
+                        source,
+                    })?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(
+        id.certified_key(),
+    )));
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
 /// Accepts connections until the task is aborted.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let acceptor = shared
+        .config
+        .tls
+        .clone()
+        .map(tokio_rustls::TlsAcceptor::from);
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
@@ -106,6 +167,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             continue;
         };
         let shared = shared.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -133,11 +195,26 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                     Ok::<_, Infallible>(r)
                 }
             });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), svc);
-            let _ = tokio::time::timeout(MAX_CONNECTION_AGE, conn).await;
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            match acceptor {
+                Some(tls) => {
+                    // The handshake is bounded like a request head: a client that never
+                    // finishes it (or has no certificate the client CA signed) is closed.
+                    let Ok(Ok(stream)) =
+                        tokio::time::timeout(HEADER_READ_TIMEOUT, tls.accept(stream)).await
+                    else {
+                        return;
+                    };
+                    let conn = http.serve_connection(TokioIo::new(stream), svc);
+                    let _ = tokio::time::timeout(MAX_CONNECTION_AGE, conn).await;
+                }
+                None => {
+                    let conn = http.serve_connection(TokioIo::new(stream), svc);
+                    let _ = tokio::time::timeout(MAX_CONNECTION_AGE, conn).await;
+                }
+            }
         });
     }
 }
