@@ -1034,7 +1034,9 @@ fn runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
     .unwrap();
     let config = path.to_string_lossy().into_owned();
 
-    let run = env.run(["preflight", "--config", &config]);
+    // 15 s bound the run (the dials are measured in its first seconds; the latency streams
+    // at 800 ms RTT would take about 40 s to fill).
+    let run = env.run(["preflight", "--config", &config, "--timeout", "15s"]);
     eprintln!("{run}");
     assert_eq!(run.code, 1, "{run}");
     let dial = run

@@ -705,8 +705,9 @@ fn monitor_static_targets_on_loopback() {
 
 /// A monitor given `certDir` (the CAs and their keys, as a control-plane node has them) mints
 /// its etcd client certificate, and renews it before two thirds of its life are over (issue 32).
-/// With a 30 s lifetime (the test-only `JOINGUARD_TEST_MINTED_LIFETIME`), two renewals come
-/// within about 25 s; past the first certificate's expiry, a restarted member (every connection
+/// With a 20 s lifetime (the test-only `JOINGUARD_TEST_MINTED_LIFETIME`; renewed 3.3 s after
+/// each mint, two thirds into a life that starts 30 s back for clock skew), two renewals come
+/// within seconds; past the first certificate's expiry, a restarted member (every connection
 /// to it broken) is probed again, which needs a TLS handshake with a valid certificate. Without
 /// renewal that handshake fails and m2's probes stay failed.
 #[test]
@@ -732,7 +733,7 @@ fn monitor_renews_a_minted_identity_and_reconnects_with_it() {
         cert_dir.display()
     );
     let started = Instant::now();
-    fx.start_monitor_env(&config, &[("JOINGUARD_TEST_MINTED_LIFETIME", "30")]);
+    fx.start_monitor_env(&config, &[("JOINGUARD_TEST_MINTED_LIFETIME", "20")]);
     let client2 = fx.name("etcd-client", 1);
     let names: Vec<String> = (0..3)
         .flat_map(|i| [fx.name("etcd-client", i), fx.name("etcd-peer", i)])
@@ -756,15 +757,15 @@ fn monitor_renews_a_minted_identity_and_reconnects_with_it() {
         .unwrap()
         .as_secs_f64();
     assert!(
-        (first_expiry - now_unix) > 0.0 && (first_expiry - now_unix) <= 31.0,
-        "a 30 s certificate: expires at {first_expiry}, now {now_unix}"
+        (first_expiry - now_unix) > 0.0 && (first_expiry - now_unix) <= 21.0,
+        "a 20 s certificate: expires at {first_expiry}, now {now_unix}"
     );
     fx.wait_metrics("two renewals", Duration::from_secs(40), |m| {
         sample(m, "joinguard_etcd_client_certificate_renewals_total", &[]).unwrap_or(0.0) >= 2.0
     });
     assert!(expiry(&fx.metrics()) > first_expiry, "the expiry moved on");
     // Past the first certificate's expiry, break every connection to m2.
-    let past = Duration::from_secs(33).saturating_sub(started.elapsed());
+    let past = Duration::from_secs(23).saturating_sub(started.elapsed());
     std::thread::sleep(past);
     fx.env.etcd_mut().kill_member(1).expect("kill m2");
     fx.wait_metrics("m2's client probe failed", Duration::from_secs(10), |m| {
