@@ -782,19 +782,8 @@ fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
     let _g = serial();
     let f = Fixture::new();
     let id = f.add_unstarted(false);
-    let pki = f
-        .etcd
-        .client_identity()
-        .ca
-        .parent()
-        .and_then(|p| p.parent())
-        .expect("the lab's kubeadm pki dir")
-        .to_path_buf();
-    let endpoints = f.etcd.members()[..3]
-        .iter()
-        .map(|m| m.client_url().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let pki = f.etcd.pki_dir();
+    let endpoints = f.access().endpoints.join(",");
     let m4 = f.m4().addr().to_string();
     let jg = |args: &[&str]| {
         let mut cmd = f.joiner().command(env!("CARGO_BIN_EXE_joinguard"));
@@ -965,19 +954,8 @@ fn promote_cli_draws_a_bar_on_a_terminal_and_keeps_stdout_plain() {
     let mut f = Fixture::new();
     let m4 = f.m4().clone();
     f.etcd.add_learner(&m4).expect("learner");
-    let pki = f
-        .etcd
-        .client_identity()
-        .ca
-        .parent()
-        .and_then(|p| p.parent())
-        .expect("the lab's kubeadm pki dir")
-        .to_path_buf();
-    let endpoints = f.etcd.members()[..3]
-        .iter()
-        .map(|m| m.client_url().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let pki = f.etcd.pki_dir();
+    let endpoints = f.access().endpoints.join(",");
     let m4_addr = m4.addr().to_string();
     let dir = tempfile::tempdir().expect("temp dir");
     let out_file = dir.path().join("stdout");

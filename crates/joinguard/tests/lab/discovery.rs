@@ -789,6 +789,24 @@ fn etcd_preflight_on_kubeadm_pkis_from_every_join_input() {
     }
 }
 
+/// The JoinConfiguration Cluster API leaves on the joiner (`/run/kubeadm/kubeadm-join-config.yaml`,
+/// v1beta4, kubeadm's spellings): token discovery against the stand-in with its CA pin, the
+/// certificate key, this node's name and address, and `timeouts.etcdAPICall`. Its path.
+fn write_join_config(env: &LabEnv, etcd_api_call: &str) -> String {
+    let path = env.dir().join("kubeadm-join-config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: {etcd_api_call}\n",
+            env.api().addr(),
+            env.fixture().ca_pin,
+            env.joiner().addr(),
+        ),
+    )
+    .unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 /// `joinguard etcd cleanup` from the join's JoinConfiguration alone (issue 29): token discovery
 /// finds the members (ClusterStatus) and the etcd CA (kubeadm-certs, with the config's
 /// `certificateKey`), as preflight does; this node's name and address come from the same file.
@@ -826,17 +844,7 @@ fn etcd_cleanup_from_the_join_config_alone() {
         );
         std::thread::sleep(std::time::Duration::from_millis(500));
     };
-    let path = env.dir().join("kubeadm-join-config.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {joiner}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: 40s\n",
-            env.api().addr(),
-            env.fixture().ca_pin,
-        ),
-    )
-    .unwrap();
-    let config = path.to_string_lossy().into_owned();
+    let config = write_join_config(&env, "40s");
 
     let run = env.run(["etcd", "cleanup", "--config", &config, "--dry-run"]);
     eprintln!("{run}");
@@ -916,7 +924,6 @@ fn etcd_promote_from_the_join_inputs_alone() {
     env.etcd()
         .wait_healthy(std::time::Duration::from_secs(30))
         .expect("healthy with the learner");
-    let joiner = env.joiner().addr();
     let learner_of = |env: &LabEnv| -> Option<bool> {
         let mut cmd = env.etcd().etcdctl(env.joiner());
         cmd.args(["member", "list", "-w", "json"]);
@@ -958,17 +965,7 @@ fn etcd_promote_from_the_join_inputs_alone() {
     assert!(run.stdout.contains("promoted"), "{run}");
     assert_eq!(learner_of(&env), Some(false), "a voter now: {run}");
 
-    let path = env.dir().join("kubeadm-join-config.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {joiner}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: 40s\n",
-            env.api().addr(),
-            pin,
-        ),
-    )
-    .unwrap();
-    let config = path.to_string_lossy().into_owned();
+    let config = write_join_config(&env, "40s");
     // Runbook case 1's command, as written there.
     let run = env.run([
         "etcd",
@@ -1010,7 +1007,6 @@ fn runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
     env.etcd()
         .wait_healthy(std::time::Duration::from_secs(30))
         .expect("healthy with the learner");
-    let joiner = env.joiner().addr();
     let members: Vec<_> = env.etcd().members()[..3]
         .iter()
         .map(|m| m.host.clone())
@@ -1022,17 +1018,7 @@ fn runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
             netlab::Impairment::delay(std::time::Duration::from_millis(400)),
         );
     }
-    let path = env.dir().join("kubeadm-join-config.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: {}\n    caCertHashes:\n    - {}\n    token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  localAPIEndpoint:\n    advertiseAddress: {joiner}\n    bindPort: 6443\nnodeRegistration:\n  name: joiner\ntimeouts:\n  etcdAPICall: 2m\n",
-            env.api().addr(),
-            env.fixture().ca_pin,
-        ),
-    )
-    .unwrap();
-    let config = path.to_string_lossy().into_owned();
+    let config = write_join_config(&env, "2m");
 
     // 15 s bound the run (the dials are measured in its first seconds; the latency streams
     // at 800 ms RTT would take about 40 s to fill).
