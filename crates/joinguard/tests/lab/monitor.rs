@@ -203,6 +203,18 @@ impl Fixture {
         }
     }
 
+    /// Waits (20 s at most) until the client and peer targets of m1..m3 are all up.
+    fn wait_all_etcd_targets_up(&self) {
+        let names: Vec<String> = (0..3)
+            .flat_map(|i| [self.name("etcd-client", i), self.name("etcd-peer", i)])
+            .collect();
+        self.wait_metrics("all 6 etcd targets up", Duration::from_secs(20), |m| {
+            names
+                .iter()
+                .all(|n| sample(m, "joinguard_target_up", &[("target", n)]) == Some(1.0))
+        });
+    }
+
     fn wait_ready(&self, want: u16, contains: &str, within: Duration) -> String {
         let t0 = Instant::now();
         loop {
@@ -280,14 +292,7 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
     let client2 = fx.name("etcd-client", 1);
 
     // Every member's client and peer port, from one seed and MemberList, is probed and up.
-    let names: Vec<String> = (0..3)
-        .flat_map(|i| [fx.name("etcd-client", i), fx.name("etcd-peer", i)])
-        .collect();
-    fx.wait_metrics("all 6 etcd targets up", Duration::from_secs(20), |m| {
-        names
-            .iter()
-            .all(|n| sample(m, "joinguard_target_up", &[("target", n)]) == Some(1.0))
-    });
+    fx.wait_all_etcd_targets_up();
     fx.wait_ready(200, "ok", Duration::from_secs(10));
     // PathMTU's first round runs at start: ICMP per host and, with the etcd identity, the TCP
     // side on every peer port; a clean path is ok on both.
@@ -735,14 +740,7 @@ fn monitor_renews_a_minted_identity_and_reconnects_with_it() {
     let started = Instant::now();
     fx.start_monitor_env(&config, &[("JOINGUARD_TEST_MINTED_LIFETIME", "20")]);
     let client2 = fx.name("etcd-client", 1);
-    let names: Vec<String> = (0..3)
-        .flat_map(|i| [fx.name("etcd-client", i), fx.name("etcd-peer", i)])
-        .collect();
-    fx.wait_metrics("all 6 etcd targets up", Duration::from_secs(20), |m| {
-        names
-            .iter()
-            .all(|n| sample(m, "joinguard_target_up", &[("target", n)]) == Some(1.0))
-    });
+    fx.wait_all_etcd_targets_up();
     let expiry = |m: &str| {
         sample(
             m,
