@@ -7,12 +7,16 @@
 //! - **verdict**: 3 members and the API at RTT 2, 50 and 200 ms. Wall time of `joinguard
 //!   preflight` against `etcdctl endpoint health --cluster` and `etcdctl check perf --load=s`.
 //!   Goal (issue #3): under 1.5 s at 2 ms, under 3 s at 50 ms.
+//! - **members**: time to verdict for 1, 3, 5 and 7 members x RTT 2, 50 and 200 ms (median of
+//!   3 runs each), in round trips. Goal (issue 30): about 30 round trips at every RTT where the
+//!   round trips dominate (50 and 200 ms), flat in members (7 members within 20% of 1).
 //! - **load**: the change in etcd's own counters (proposals committed, puts, ranges, gRPC bytes)
 //!   caused by one run of each tool, at 2 ms RTT.
 //!
 //! Run as root with the lab's prerequisites: `scripts/bench` (which also renders
 //! docs/benchmarks.md), or `cargo bench -p joinguard --bench compare`. `JOINGUARD_BENCH_ONLY=
-//! accuracy|verdict` runs one part. Results go to `target/bench/{accuracy,verdict}.json`.
+//! accuracy|verdict|members` runs one part. Results go to
+//! `target/bench/{accuracy,verdict,members}.json`.
 
 #![allow(clippy::print_stdout)] // A benchmark prints its figures.
 
@@ -289,6 +293,90 @@ fn verdict() -> Value {
     json!({"etcd": etcd.version(), "rows": rows})
 }
 
+/// Round trips a verdict may take where round trips dominate the run (issue 30).
+const GOAL_ROUND_TRIPS: f64 = 30.0;
+/// The most a 7-member verdict may take over a 1-member one at the same RTT ("flat").
+const GOAL_FLAT: f64 = 1.2;
+
+fn by_members() -> Value {
+    let names = ["api", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "joiner"];
+    let lab = Lab::builder()
+        .hosts(names)
+        .build()
+        .expect("lab (run as root)");
+    let joiner = lab.host("joiner");
+    let mut rows = Vec::new();
+    let mut version = String::new();
+    // JOINGUARD_BENCH_MEMBERS=1,7 measures only those sizes (for a quick look).
+    let sizes: Vec<usize> = std::env::var("JOINGUARD_BENCH_MEMBERS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 3, 5, 7]);
+    for n in sizes {
+        let members: Vec<_> = (1..=n).map(|i| lab.host(&format!("m{i}"))).collect();
+        let etcd = EtcdCluster::start(&lab, &members, &EtcdSpec::default()).expect("etcd");
+        etcd.wait_healthy(Duration::from_secs(60)).expect("etcd");
+        version = etcd.version().to_string();
+        let api =
+            ApiServer::start(lab.host("api"), &etcd, ApiServerOptions::default()).expect("api");
+        let api_ca = api
+            .ca()
+            .write_ca(lab.dir(), &format!("api-ca-{n}"))
+            .unwrap();
+        let mut args = vec![
+            api.addr().to_string(),
+            "--apiserver-cacert".into(),
+            api_ca.display().to_string(),
+        ];
+        args.extend(tls_args(&etcd));
+        for rtt_ms in [2.0, 50.0, 200.0] {
+            let d = Duration::from_secs_f64(rtt_ms / 2000.0);
+            for h in &names[..names.len() - 1] {
+                lab.net()
+                    .set_link(joiner, lab.host(h), Impairment::delay(d));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            let runs: Vec<(i32, f64)> = (0..3)
+                .map(|_| {
+                    let (code, wall, _) = preflight(&lab, &args);
+                    (code, wall)
+                })
+                .collect();
+            let wall = median(runs.iter().map(|r| r.1).collect());
+            let round_trips = wall * 1000.0 / rtt_ms;
+            let goal_met = (rtt_ms >= 50.0).then_some(round_trips <= GOAL_ROUND_TRIPS);
+            println!(
+                "members: {n} members, RTT {rtt_ms:>5} ms | joinguard exit {:?} in {wall:.2}s \
+                 (median of 3) = {round_trips:.0} round trips",
+                runs.iter().map(|r| r.0).collect::<Vec<_>>()
+            );
+            rows.push(json!({
+                "members": n, "rttMs": rtt_ms, "wallS": wall, "roundTrips": round_trips,
+                "runs": runs.iter().map(|r| json!({"exit": r.0, "wallS": r.1})).collect::<Vec<_>>(),
+                "goalRoundTrips": GOAL_ROUND_TRIPS, "goalMet": goal_met,
+            }));
+        }
+        drop(api);
+        drop(etcd);
+    }
+    // Flat in members: 7 against 1 at each RTT.
+    let mut flat = Vec::new();
+    for rtt_ms in [2.0, 50.0, 200.0] {
+        let at = |n: u64| {
+            rows.iter()
+                .find(|r| r["members"] == n && r["rttMs"] == rtt_ms)
+                .and_then(|r| r["wallS"].as_f64())
+                .unwrap_or(f64::NAN)
+        };
+        let ratio = at(7) / at(1);
+        flat.push(
+            json!({"rttMs": rtt_ms, "ratio7to1": ratio, "goal": GOAL_FLAT,
+                         "goalMet": ratio <= GOAL_FLAT}),
+        );
+    }
+    json!({"etcd": version, "rows": rows, "flat": flat})
+}
+
 fn main() {
     let only = std::env::var("JOINGUARD_BENCH_ONLY").unwrap_or_default();
     let machine = json!({
@@ -300,6 +388,15 @@ fn main() {
         v["machine"] = machine.clone();
         std::fs::write(
             out_dir().join("accuracy.json"),
+            serde_json::to_string_pretty(&v).unwrap(),
+        )
+        .unwrap();
+    }
+    if only.is_empty() || only == "members" {
+        let mut v = by_members();
+        v["machine"] = machine.clone();
+        std::fs::write(
+            out_dir().join("members.json"),
             serde_json::to_string_pretty(&v).unwrap(),
         )
         .unwrap();

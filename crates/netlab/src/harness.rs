@@ -202,7 +202,7 @@ impl EnvBuilder {
         self
     }
 
-    /// etcd members `m1..mN` (default 1; 0 for a lab without etcd, 1 to 5 otherwise).
+    /// etcd members `m1..mN` (default 1; 0 for a lab without etcd, 1 to 7 otherwise).
     pub fn members(mut self, n: usize) -> Self {
         self.members = n;
         self

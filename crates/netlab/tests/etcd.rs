@@ -433,13 +433,13 @@ fn etcd_metrics_readable() {
 fn etcd_start_rejects_invalid_input() {
     let _serial = serial();
     let lab = Lab::builder()
-        .hosts(["m1", "m2", "m3", "m4", "m5", "m6"])
+        .hosts(["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"])
         .build()
         .expect("lab");
     let all: Vec<&Host> = lab.hosts().iter().collect();
     for members in [&all[..0], &all[..]] {
         match EtcdCluster::start(&lab, members, &EtcdSpec::default()) {
-            Err(Error::Invalid(msg)) => assert!(msg.contains("1 to 5 members"), "{msg}"),
+            Err(Error::Invalid(msg)) => assert!(msg.contains("1 to 7 members"), "{msg}"),
             other => panic!("{} members: expected Invalid, got {other:?}", members.len()),
         }
     }

@@ -37,6 +37,8 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Gap between two samples of one stream: gentle on production members (at most ~100 calls a
 /// second per member) and short enough for a verdict in about a second at 2 ms RTT.
 const PACE: Duration = Duration::from_millis(5);
+/// `/readyz` samples in flight at once (each its own connection).
+const API_IN_FLIGHT: usize = 4;
 /// ICMP echoes go out in batches this size, this far apart, between sampling decisions.
 const ICMP_BATCH: u16 = 50;
 const ICMP_INTERVAL: Duration = Duration::from_millis(2);
@@ -83,9 +85,18 @@ pub struct Observations {
     pub fullsize: Vec<(Target, Result<FullSize, NoExchange>)>,
 }
 
-#[derive(Default)]
 struct Shared {
     obs: Mutex<Observations>,
+    started: Instant,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            obs: Mutex::default(),
+            started: Instant::now(),
+        }
+    }
 }
 
 impl Shared {
@@ -93,6 +104,14 @@ impl Shared {
         f(&mut self.obs.lock().unwrap_or_else(|e| e.into_inner()))
     }
     fn push(&self, target: &Target, probe: ProbeKind, samples: Vec<Sample>) {
+        // When each stream settled: where a run's time goes (`-vv`).
+        tracing::debug!(
+            %target,
+            ?probe,
+            samples = samples.len(),
+            at_ms = self.started.elapsed().as_millis() as u64,
+            "stream finished"
+        );
         if !samples.is_empty() {
             self.with(|o| {
                 o.series.push(Series {
@@ -109,6 +128,28 @@ impl Shared {
                 o.notes.push(n)
             }
         });
+    }
+    /// Adds what another stream's own `Shared` saw.
+    fn absorb(&self, o: Observations) {
+        self.with(|s| {
+            s.series.extend(o.series);
+            s.members.extend(o.members);
+            s.skews.extend(o.skews);
+            s.icmp_endpoints.extend(o.icmp_endpoints);
+            s.pmtu.extend(o.pmtu);
+            s.fullsize.extend(o.fullsize);
+            for n in o.notes {
+                if !s.notes.contains(&n) {
+                    s.notes.push(n);
+                }
+            }
+            if s.trust_failure.is_none() {
+                s.trust_failure = o.trust_failure;
+            }
+        });
+    }
+    fn into_observations(self) -> Observations {
+        self.obs.into_inner().unwrap_or_else(|e| e.into_inner())
     }
     /// Keeps the first trust failure, with the target it happened on.
     fn trust(&self, target: &Target, t: &TrustFailure) {
@@ -192,6 +233,77 @@ where
     samples
 }
 
+/// Like [`stream`], with up to `width` samples in flight, started [`PACE`] apart: for samples
+/// that each pay their own set-up (a fresh connection), so the round trips of one overlap the
+/// next. `record` turns an answer into a sample, and says whether the stream must stop at once
+/// (a trust failure). When the policy has enough, the samples still in flight are awaited and
+/// counted before it decides again: dropping them would drop exactly the slow ones and bias
+/// the figure low.
+async fn wide_stream<T, F, Fut>(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &[Limit],
+    width: usize,
+    mut take: F,
+    mut record: impl FnMut(T) -> (Sample, bool),
+) -> Vec<Sample>
+where
+    F: FnMut(Duration) -> Fut,
+    Fut: Future<Output = T>,
+{
+    let mut samples = Vec::new();
+    let mut flight: Vec<std::pin::Pin<Box<Fut>>> = Vec::new();
+    let mut launching = true;
+    let mut next_start = tokio::time::Instant::now();
+    loop {
+        if launching && flight.len() < width && tokio::time::Instant::now() >= next_start {
+            match clock.sample_timeout() {
+                Some(to) => {
+                    flight.push(Box::pin(take(to)));
+                    next_start = tokio::time::Instant::now() + PACE;
+                    continue;
+                }
+                None => launching = false,
+            }
+        }
+        if flight.is_empty() {
+            if launching {
+                tokio::time::sleep_until(next_start).await;
+                continue;
+            }
+            break;
+        }
+        let room = launching && flight.len() < width;
+        let next = std::future::poll_fn(|cx| {
+            for (i, f) in flight.iter_mut().enumerate() {
+                if let std::task::Poll::Ready(v) = f.as_mut().poll(cx) {
+                    return std::task::Poll::Ready((i, v));
+                }
+            }
+            std::task::Poll::Pending
+        });
+        let done = tokio::select! {
+            d = next => Some(d),
+            () = tokio::time::sleep_until(next_start), if room => None,
+        };
+        let Some((i, v)) = done else { continue };
+        drop(flight.swap_remove(i));
+        let (sample, stop) = record(v);
+        samples.push(sample);
+        if stop {
+            break;
+        }
+        let enough = policy.decide(&samples, limits) == Decision::Enough;
+        if launching && enough {
+            launching = false;
+        } else if !launching && flight.is_empty() && !enough && clock.sample_timeout().is_some() {
+            // The samples that were in flight changed the decision: sample on.
+            launching = true;
+        }
+    }
+    samples
+}
+
 /// Probes everything `input` names, until the policy is satisfied or `budget` has passed.
 pub async fn observe(
     input: &PreflightInput,
@@ -253,6 +365,25 @@ pub async fn observe(
     }
 
     let discovery = Discovery::new(input.etcd_clients.len());
+    let discovery_wanted = input.etcd_identity.is_some() && !input.etcd_clients.is_empty();
+    // The peer streams start now, at kubeadm's layout (each member's peer URL is its client
+    // host on 2380), instead of after the member list: the list confirms each guess or cancels
+    // and discards it, and starts the peers it names at other addresses.
+    let guessed: Vec<Target> = if discovery_wanted {
+        input
+            .etcd_clients
+            .iter()
+            .filter_map(kubeadm_peer_of)
+            .filter(|g| !input.etcd_peers.iter().any(|p| p.endpoint == g.endpoint))
+            .fold(Vec::new(), |mut v, g| {
+                if !v.iter().any(|x: &Target| x.endpoint == g.endpoint) {
+                    v.push(g);
+                }
+                v
+            })
+    } else {
+        Vec::new()
+    };
     let mut tasks = Vec::new();
     let initial_hosts: BTreeSet<IpAddr> = hosts.keys().copied().collect();
 
@@ -287,7 +418,9 @@ pub async fn observe(
                 }
             }
             if let Some(t) = peer {
-                if !input.etcd_peers.iter().any(|c| c.endpoint == t.endpoint) {
+                if !input.etcd_peers.iter().any(|c| c.endpoint == t.endpoint)
+                    && !guessed.iter().any(|g| g.endpoint == t.endpoint)
+                {
                     more.push(Box::pin(peer_target(
                         clock,
                         &policy,
@@ -333,6 +466,17 @@ pub async fn observe(
             &shared,
         )));
     }
+    for g in &guessed {
+        tasks.push(Box::pin(guessed_peer(
+            clock,
+            &policy,
+            &limits,
+            peer_tls.as_ref(),
+            g.clone(),
+            &shared,
+            &discovery,
+        )));
+    }
     if let Some(api) = &input.api {
         tasks.push(Box::pin(api_target(
             clock,
@@ -358,7 +502,6 @@ pub async fn observe(
             }
         }
     };
-    let discovery_wanted = input.etcd_identity.is_some() && !input.etcd_clients.is_empty();
     let discovered = async {
         if discovery_wanted {
             discovered.await
@@ -560,7 +703,7 @@ fn client_target<'a>(
             endpoint: target.endpoint.clone(),
             ..Default::default()
         };
-        let mut client = match etcd::connect(&endpoint, Some(tls), setup_timeout).await {
+        let client = match etcd::connect(&endpoint, Some(tls), setup_timeout).await {
             Ok(c) => c,
             Err(e) => {
                 if let EtcdFailure::Untrusted(t) = &e {
@@ -594,26 +737,6 @@ fn client_target<'a>(
         };
         let st = client.first_status().clone();
         health.reachable = true;
-        health.dial = Some(client.setup());
-        health.dials = 1;
-        // One dial is one sample, and a lost SYN (retransmitted after 1 s) or segment makes it
-        // slow on a path that is not. A first dial past the warning but short of what a long
-        // path takes (3 s) is repeated, up to twice, and the fastest is judged: EtcdDialTime
-        // judges the path's round trips, PacketLoss its loss.
-        let warn = Duration::from_secs_f64(input.thresholds.etcd_dial_time.warn / 1000.0);
-        while health.dials < 3
-            && health
-                .dial
-                .is_some_and(|d| d > warn && d < Duration::from_secs(3))
-            && clock.left() > Duration::from_secs(4)
-        {
-            health.dials += 1;
-            if let Ok(again) =
-                etcd::connect(&endpoint, Some(tls), clock.left().min(SETUP_TIMEOUT)).await
-            {
-                health.dial = health.dial.min(Some(again.setup()));
-            }
-        }
         health.member_id = Some(st.member_id);
         health.leader = Some(st.leader);
         health.is_learner = st.is_learner;
@@ -630,76 +753,107 @@ fn client_target<'a>(
             .filter(|e| e.contains("alarm:"))
             .cloned()
             .collect();
-        if let Some(d) = discovery.filter(|d| d.wanted()) {
-            if let Ok(list) = client.member_list().await {
-                d.offer(list);
+        // The member list (for discovery), the repeated dials and the measurement streams all
+        // start now, beside each other: none waits for another's round trips.
+        let offer = async {
+            if let Some(d) = discovery.filter(|d| d.wanted()) {
+                if let Ok(list) = client.clone().member_list().await {
+                    d.offer(list);
+                }
             }
-        }
-        shared.with(|o| o.members.push(health));
-        measure_member(
+        };
+        // One dial is one sample, and a lost SYN (retransmitted after 1 s) or segment makes it
+        // slow on a path that is not. A first dial past the warning but short of what a long
+        // path takes (3 s) is repeated, up to twice, and the fastest is judged: EtcdDialTime
+        // judges the path's round trips, PacketLoss its loss.
+        let warn = Duration::from_secs_f64(input.thresholds.etcd_dial_time.warn / 1000.0);
+        let redial = async {
+            let (mut dial, mut dials) = (client.setup(), 1);
+            while dials < 3
+                && dial > warn
+                && dial < Duration::from_secs(3)
+                && clock.left() > Duration::from_secs(4)
+            {
+                dials += 1;
+                if let Ok(again) =
+                    etcd::connect(&endpoint, Some(tls), clock.left().min(SETUP_TIMEOUT)).await
+                {
+                    dial = dial.min(again.setup());
+                }
+            }
+            (dial, dials)
+        };
+        let measure = measure_member(
             clock,
             policy,
             limits,
-            &mut client,
+            &client,
             target,
             st.is_learner,
             shared,
-        )
-        .await;
+        );
+        let ((), (dial, dials), ()) = tokio::join!(offer, redial, measure);
+        health.dial = Some(dial);
+        health.dials = dials;
+        shared.with(|o| o.members.push(health));
     })
 }
 
+/// Status and quorum reads as two streams on the one established channel, concurrently, each
+/// stopping when its own evidence is enough.
 async fn measure_member(
     clock: Clock,
     policy: &SamplingPolicy,
     limits: &Limits,
-    client: &mut MemberClient,
+    client: &MemberClient,
     target: &Target,
     is_learner: bool,
     shared: &Shared,
 ) {
-    // Status and quorum reads alternate on the one established channel, each stream stopping
-    // when its own evidence is enough.
-    let mut status = Vec::new();
-    let mut quorum = Vec::new();
-    let (mut status_done, mut quorum_done) = (false, is_learner);
     if is_learner {
         shared.note(format!(
             "{target} is a learner: it rejects linearizable reads, so its quorum-read latency is not measured"
         ));
     }
-    while !(status_done && quorum_done) {
-        if clock.sample_timeout().is_none() {
-            break;
-        }
-        if !status_done {
-            let s = match client.status().await {
-                Ok((d, _)) => Sample { result: Ok(d) },
-                Err(e) => Sample {
-                    result: Err(etcd_probe_failure(&e)),
-                },
-            };
-            status.push(s);
-            status_done = policy.decide(&status, &limits.client) == Decision::Enough;
-        }
-        if !quorum_done && clock.sample_timeout().is_some() {
-            let s = match client.quorum_read().await {
-                Ok(d) => Sample { result: Ok(d) },
-                Err(EtcdFailure::Learner(_)) => {
-                    quorum_done = true;
-                    continue;
+    let status = async {
+        // A clone per call is cheap: it shares the channel.
+        let samples = stream(clock, policy, &limits.client, |_| {
+            let mut c = client.clone();
+            async move {
+                match c.status().await {
+                    Ok((d, _)) => Sample { result: Ok(d) },
+                    Err(e) => Sample {
+                        result: Err(etcd_probe_failure(&e)),
+                    },
                 }
-                Err(e) => Sample {
-                    result: Err(etcd_probe_failure(&e)),
-                },
-            };
-            quorum.push(s);
-            quorum_done = policy.decide(&quorum, &limits.quorum) == Decision::Enough;
+            }
+        })
+        .await;
+        shared.push(target, ProbeKind::EtcdStatus, samples);
+    };
+    let quorum = async {
+        if is_learner {
+            return;
         }
-        tokio::time::sleep(PACE.min(clock.left())).await;
-    }
-    shared.push(target, ProbeKind::EtcdStatus, status);
-    shared.push(target, ProbeKind::EtcdQuorumRead, quorum);
+        let mut c = client.clone();
+        let mut samples = Vec::new();
+        while clock.sample_timeout().is_some() {
+            match c.quorum_read().await {
+                Ok(d) => samples.push(Sample { result: Ok(d) }),
+                // A member that turned out to be a learner: not measured (as above).
+                Err(EtcdFailure::Learner(_)) => break,
+                Err(e) => samples.push(Sample {
+                    result: Err(etcd_probe_failure(&e)),
+                }),
+            }
+            if policy.decide(&samples, &limits.quorum) == Decision::Enough {
+                break;
+            }
+            tokio::time::sleep(PACE.min(clock.left())).await;
+        }
+        shared.push(target, ProbeKind::EtcdQuorumRead, samples);
+    };
+    tokio::join!(status, quorum);
 }
 
 async fn handshake_stream(
@@ -755,6 +909,54 @@ async fn peer_target(
     }
     let samples = stream(clock, policy, &limits.peer, |to| tcp::probe(&target, to)).await;
     shared.push(&target, ProbeKind::TcpConnect, samples);
+}
+
+/// kubeadm's peer URL for a member with this client URL: the same host on 2380
+/// (`--initial-advertise-peer-urls=https://<advertise address>:2380`, kubeadm's
+/// `cmd/kubeadm/app/phases/etcd/local.go`).
+fn kubeadm_peer_of(client: &Target) -> Option<Target> {
+    let (host, _) = client.endpoint.rsplit_once(':')?;
+    Target::parse_url(TargetKind::EtcdPeer, &format!("https://{host}:2380")).ok()
+}
+
+/// A peer stream started at a guessed address ([`kubeadm_peer_of`]) before the member list is
+/// in. What it sees is kept only if the member list names that peer URL; if the list names
+/// other peers (or none comes), the stream is cancelled and what it saw is dropped: a guess
+/// must never fail a run.
+async fn guessed_peer(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    tls: Option<&TlsClient>,
+    target: Target,
+    shared: &Shared,
+    discovery: &Discovery,
+) {
+    let local = Shared::default();
+    let confirmed = async {
+        discovery.wait(clock).await.is_some_and(|list| {
+            list.iter()
+                .any(|m| m.targets().1.is_some_and(|p| p.endpoint == target.endpoint))
+        })
+    };
+    let keep = {
+        let run = peer_target(clock, policy, limits, tls, target.clone(), &local);
+        tokio::pin!(run, confirmed);
+        tokio::select! {
+            () = &mut run => confirmed.await,
+            c = &mut confirmed => {
+                if c {
+                    run.await;
+                }
+                c
+            }
+        }
+    };
+    if keep {
+        shared.absorb(local.into_observations());
+    } else {
+        tracing::debug!(%target, "not a member's peer URL: its peer stream is dropped");
+    }
 }
 
 /// The peer stream over a kept TLS connection, or TCP connects when it cannot be had.
@@ -856,28 +1058,32 @@ async fn api_target(
         shared.push(&target, ProbeKind::TcpConnect, samples);
         return;
     };
-    let mut samples = Vec::new();
+    // Every sample is a fresh connection (TCP, TLS, one GET), as a kube-apiserver client that
+    // starts cold sees it; a few are in flight at once, so the verdict takes the round trips of
+    // about a quarter of them.
     let mut skew = None;
-    while let Some(to) = clock.sample_timeout() {
-        let r = http::readyz(&target, tls, to).await;
-        if let Err(e) = &r {
-            if let Some(t) = e.trust_failure() {
-                shared.trust(&target, t);
-                samples.push(http::sample(&r));
-                break;
+    let samples = wide_stream(
+        clock,
+        policy,
+        &limits.api,
+        API_IN_FLIGHT,
+        |to| http::readyz(&target, tls, to),
+        |r| {
+            if let Err(e) = &r {
+                if let Some(t) = e.trust_failure() {
+                    shared.trust(&target, t);
+                    return (http::sample(&r), true);
+                }
             }
-        }
-        if let Ok(resp) = &r {
-            if let Some(date) = resp.exchange.date {
-                skew.get_or_insert_with(|| skew_from(date));
+            if let Ok(resp) = &r {
+                if let Some(date) = resp.exchange.date {
+                    skew.get_or_insert_with(|| skew_from(date));
+                }
             }
-        }
-        samples.push(readyz_sample(&r));
-        if policy.decide(&samples, &limits.api) == Decision::Enough {
-            break;
-        }
-        tokio::time::sleep(PACE.min(clock.left())).await;
-    }
+            (readyz_sample(&r), false)
+        },
+    )
+    .await;
     if let Some(s) = skew {
         shared.with(|o| o.skews.push((target.clone(), s)));
     }
@@ -930,7 +1136,7 @@ fn spawn_icmp(
                 {
                     rt.block_on(icmp_host(clock, &policy, &limits, ip, t, &local));
                 }
-                local.obs.into_inner().unwrap_or_else(|e| e.into_inner())
+                local.into_observations()
             })
         })
         .collect()
@@ -947,16 +1153,7 @@ async fn merge_icmp(threads: Vec<std::thread::JoinHandle<Observations>>, shared:
     .await
     .unwrap_or_default();
     for o in joined {
-        shared.with(|s| {
-            s.series.extend(o.series);
-            s.icmp_endpoints.extend(o.icmp_endpoints);
-            s.pmtu.extend(o.pmtu);
-            for n in o.notes {
-                if !s.notes.contains(&n) {
-                    s.notes.push(n);
-                }
-            }
-        });
+        shared.absorb(o);
     }
 }
 
@@ -1210,6 +1407,90 @@ mod tests {
                 total: Duration::from_millis(1),
             },
         }
+    }
+
+    #[test]
+    fn the_guessed_peer_is_the_client_host_on_2380() {
+        let peer = |url| {
+            let t = Target::parse_url(TargetKind::EtcdClient, url).unwrap();
+            kubeadm_peer_of(&t).map(|p| (p.endpoint, p.kind))
+        };
+        assert_eq!(
+            peer("https://10.0.0.11:2379"),
+            Some(("10.0.0.11:2380".into(), TargetKind::EtcdPeer))
+        );
+        assert_eq!(
+            peer("https://[fd00::11]:2379"),
+            Some(("[fd00::11]:2380".into(), TargetKind::EtcdPeer))
+        );
+        assert_eq!(
+            peer("https://etcd-1.example:12379"),
+            Some(("etcd-1.example:2380".into(), TargetKind::EtcdPeer))
+        );
+    }
+
+    fn member(peer: &str) -> MemberInfo {
+        MemberInfo {
+            id: 1,
+            name: "m1".into(),
+            client_urls: vec!["https://127.0.0.1:2379".into()],
+            peer_urls: vec![peer.into()],
+            is_learner: false,
+        }
+    }
+
+    /// What a guessed peer stream leaves in the run, when the member list names `listed`.
+    async fn guess_with(listed: Option<&str>) -> Observations {
+        // A port nothing listens on: the stream's samples are connection failures, which would
+        // fail EtcdPeerReachable if they were kept.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let target =
+            Target::parse_url(TargetKind::EtcdPeer, &format!("https://127.0.0.1:{port}")).unwrap();
+        let clock = Clock {
+            deadline: Instant::now() + Duration::from_secs(3),
+        };
+        let discovery = Discovery::new(1);
+        let shared = Shared::default();
+        let policy = SamplingPolicy::default();
+        let limits = Limits::new(&Thresholds::default());
+        let offer = async {
+            // After the stream has its three refused connects: the list must still discard them.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            match listed {
+                Some(url) => {
+                    let url = url.replace("PORT", &port.to_string());
+                    discovery.offer(vec![member(&url)]);
+                }
+                None => drop(discovery.guard()),
+            }
+        };
+        tokio::join!(
+            guessed_peer(clock, &policy, &limits, None, target, &shared, &discovery),
+            offer
+        );
+        shared.into_observations()
+    }
+
+    #[tokio::test]
+    async fn a_guessed_peer_the_member_list_does_not_name_leaves_nothing_behind() {
+        let o = guess_with(Some("https://127.0.0.2:2380")).await;
+        assert!(o.series.is_empty(), "{:?}", o.series);
+        assert!(o.notes.is_empty(), "{:?}", o.notes);
+        // No member list at all: nothing confirms the guess either.
+        let o = guess_with(None).await;
+        assert!(o.series.is_empty(), "{:?}", o.series);
+    }
+
+    #[tokio::test]
+    async fn a_guessed_peer_the_member_list_names_is_kept() {
+        let o = guess_with(Some("https://127.0.0.1:PORT")).await;
+        let [s] = &o.series[..] else {
+            panic!("{:?}", o.series)
+        };
+        assert_eq!(s.probe, ProbeKind::TcpConnect);
+        assert!(!s.samples.is_empty() && s.samples.iter().all(|x| x.result.is_err()));
     }
 
     #[test]

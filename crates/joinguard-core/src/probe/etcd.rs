@@ -375,6 +375,10 @@ impl SnapshotProbe {
 }
 
 /// A client bound to exactly one etcd member, with its channel established.
+///
+/// A clone shares the established channel (HTTP/2 multiplexes the calls), so several streams
+/// can measure one member at once.
+#[derive(Clone)]
 pub struct MemberClient {
     endpoint: String,
     client: Client,
