@@ -154,14 +154,14 @@ fn accuracy() -> Value {
             let ping = ping_median(joiner.command("ping"), &addr, 50);
             // ping at joinguard's echo spacing (2 ms): the control for the jitter rows, where
             // the fabric's no-reordering rule makes the true RTT depend on the probe rate.
-            let ping_fast = ping_median_at(joiner.command("ping"), &addr, 100, "0.002");
+            let ping_fast = ping_median_at(joiner.command("ping"), &addr, 100, "0.001");
             let took = etcdctl_took(&etcd, &lab, &ep, 5);
             let err = |x: f64| x - truth;
             let within = |x: f64| err(x).abs() <= (0.5f64).max(0.02 * truth);
             println!(
                 "accuracy: d={d_ms:>5} ms jitter={jitter:<5} truth {truth:8.3} | joinguard icmp \
                  {jg_icmp:8.3} ({:+.3}) status {jg_status:8.3} ({:+.3}) | ping {ping:8.3} ({:+.3}) \
-                 | ping -i 0.002 {ping_fast:8.3} | etcdctl took {took:8.3} ({:+.3}) | preflight \
+                 | ping -i 0.001 {ping_fast:8.3} | etcdctl took {took:8.3} ({:+.3}) | preflight \
                  exit {code} in {wall:.1}s",
                 err(jg_icmp),
                 err(jg_status),

@@ -208,7 +208,7 @@ fn main() {
              jitter. With jitter the fabric never reorders packets (a FIFO link does not \
              either), so a probe sent closer behind the previous one than the jitter's spread \
              waits for it, and the true RTT depends on the probe rate: joinguard's echoes go \
-             2 ms apart, so the control is `ping -i 0.002` at the same spacing, while `ping` at \
+             1 ms apart, so the control is `ping -i 0.001` at the same spacing, while `ping` at \
              20 ms spacing sees the unqueued delay. The etcd Status p50 also carries etcd's own \
              handling of the RPC (about 1 ms here), so it is expected above the network truth; \
              the network goal is the ICMP column. `etcdctl endpoint health` \"took\" includes \
@@ -217,7 +217,7 @@ fn main() {
         );
         md.push_str(
             "| d (ms) | jitter | truth (ms) | joinguard ICMP p50 | joinguard etcd Status p50 | \
-             ping p50 | ping -i 0.002 p50 | etcdctl took | took / truth | goal met (ICMP, \
+             ping p50 | ping -i 0.001 p50 | etcdctl took | took / truth | goal met (ICMP, \
              Status) |\n|---|---|---|---|---|---|---|---|---|---|\n",
         );
         let rows = a["rows"].as_array().cloned().unwrap_or_default();

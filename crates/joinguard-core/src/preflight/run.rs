@@ -38,10 +38,19 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// second per member) and short enough for a verdict in about a second at 2 ms RTT.
 const PACE: Duration = Duration::from_millis(5);
 /// `/readyz` samples in flight at once (each its own connection).
-const API_IN_FLIGHT: usize = 4;
-/// ICMP echoes go out in batches this size, this far apart, between sampling decisions.
-const ICMP_BATCH: u16 = 50;
-const ICMP_INTERVAL: Duration = Duration::from_millis(2);
+const API_IN_FLIGHT: usize = 6;
+/// Calls in flight at once on a member's channel, per stream (Status, quorum read). Starts are
+/// still [`PACE`] apart, so on a short path this changes nothing.
+const ETCD_IN_FLIGHT: usize = 2;
+/// Kept connections per peer stream (etcd's `/raft/probing` over HTTP/1.1 answers one request
+/// at a time per connection).
+const PEER_SESSIONS: usize = 3;
+/// Echoes the ICMP train may have sent beyond those whose reply is due: on a long path the
+/// train pauses there until the sampling decision has seen them (a clean path needs 168).
+const ICMP_AHEAD: usize = 200;
+/// ICMP echoes go out as one train, this far apart; the sampling decision is made this often.
+const ICMP_INTERVAL: Duration = Duration::from_millis(1);
+const ICMP_DECIDE_EVERY: Duration = Duration::from_millis(5);
 /// The path MTU probe: at most four rounds of echoes, each about one round trip.
 const PMTU_BUDGET: Duration = Duration::from_secs(5);
 /// The bandwidth probe: the first 8 MiB of a snapshot (`EtcdSnapshotTransfer`, docs/preflight.md).
@@ -235,8 +244,9 @@ where
 
 /// Like [`stream`], with up to `width` samples in flight, started [`PACE`] apart: for samples
 /// that each pay their own set-up (a fresh connection), so the round trips of one overlap the
-/// next. `record` turns an answer into a sample, and says whether the stream must stop at once
-/// (a trust failure). When the policy has enough, the samples still in flight are awaited and
+/// next, or several calls on one multiplexed channel. `record` turns an answer into a sample
+/// (or none, for an answer that ends the stream without being one), and says whether the
+/// stream must stop at once (a trust failure). When the policy has enough, the samples still in flight are awaited and
 /// counted before it decides again: dropping them would drop exactly the slow ones and bias
 /// the figure low.
 async fn wide_stream<T, F, Fut>(
@@ -245,7 +255,7 @@ async fn wide_stream<T, F, Fut>(
     limits: &[Limit],
     width: usize,
     mut take: F,
-    mut record: impl FnMut(T) -> (Sample, bool),
+    mut record: impl FnMut(T) -> (Option<Sample>, bool),
 ) -> Vec<Sample>
 where
     F: FnMut(Duration) -> Fut,
@@ -289,7 +299,7 @@ where
         let Some((i, v)) = done else { continue };
         drop(flight.swap_remove(i));
         let (sample, stop) = record(v);
-        samples.push(sample);
+        samples.extend(sample);
         if stop {
             break;
         }
@@ -815,19 +825,27 @@ async fn measure_member(
             "{target} is a learner: it rejects linearizable reads, so its quorum-read latency is not measured"
         ));
     }
+    // A clone per call is cheap: it shares the channel.
     let status = async {
-        // A clone per call is cheap: it shares the channel.
-        let samples = stream(clock, policy, &limits.client, |_| {
-            let mut c = client.clone();
-            async move {
-                match c.status().await {
-                    Ok((d, _)) => Sample { result: Ok(d) },
-                    Err(e) => Sample {
+        let samples = wide_stream(
+            clock,
+            policy,
+            &limits.client,
+            ETCD_IN_FLIGHT,
+            |_| {
+                let mut c = client.clone();
+                async move { c.status().await }
+            },
+            |r| match r {
+                Ok((d, _)) => (Some(Sample { result: Ok(d) }), false),
+                Err(e) => (
+                    Some(Sample {
                         result: Err(etcd_probe_failure(&e)),
-                    },
-                }
-            }
-        })
+                    }),
+                    false,
+                ),
+            },
+        )
         .await;
         shared.push(target, ProbeKind::EtcdStatus, samples);
     };
@@ -835,22 +853,28 @@ async fn measure_member(
         if is_learner {
             return;
         }
-        let mut c = client.clone();
-        let mut samples = Vec::new();
-        while clock.sample_timeout().is_some() {
-            match c.quorum_read().await {
-                Ok(d) => samples.push(Sample { result: Ok(d) }),
+        let samples = wide_stream(
+            clock,
+            policy,
+            &limits.quorum,
+            ETCD_IN_FLIGHT,
+            |_| {
+                let mut c = client.clone();
+                async move { c.quorum_read().await }
+            },
+            |r| match r {
+                Ok(d) => (Some(Sample { result: Ok(d) }), false),
                 // A member that turned out to be a learner: not measured (as above).
-                Err(EtcdFailure::Learner(_)) => break,
-                Err(e) => samples.push(Sample {
-                    result: Err(etcd_probe_failure(&e)),
-                }),
-            }
-            if policy.decide(&samples, &limits.quorum) == Decision::Enough {
-                break;
-            }
-            tokio::time::sleep(PACE.min(clock.left())).await;
-        }
+                Err(EtcdFailure::Learner(_)) => (None, true),
+                Err(e) => (
+                    Some(Sample {
+                        result: Err(etcd_probe_failure(&e)),
+                    }),
+                    false,
+                ),
+            },
+        )
+        .await;
         shared.push(target, ProbeKind::EtcdQuorumRead, samples);
     };
     tokio::join!(status, quorum);
@@ -969,18 +993,65 @@ async fn peer_session(
     shared: &Shared,
 ) {
     let to = clock.left().min(SETUP_TIMEOUT);
+    // PEER_SESSIONS kept connections open at once and share one stream: the samples of all are
+    // judged together, so the stream takes a fraction of the round trips. The first decides
+    // what is reported (skew, failures, notes); the others join when open and warm, and stop
+    // (their samples dropped) if the first fails.
+    let samples = std::cell::RefCell::new(Vec::new());
+    let done = std::cell::Cell::new(false);
+    let extra = || async {
+        let Ok(mut s) = PeerSession::open(&target.host, target.port, tls, to).await else {
+            return;
+        };
+        if done.get() || s.probe(to).await.is_err() {
+            return;
+        }
+        peer_stream(clock, policy, &limits.peer, &mut s, &samples, &done).await;
+    };
+    let extras: Vec<BoxFut> = (1..PEER_SESSIONS)
+        .map(|_| Box::pin(extra()) as BoxFut)
+        .collect();
+    let first = async {
+        let result =
+            first_peer_session(clock, policy, limits, tls, target, shared, &samples, &done).await;
+        if !result {
+            done.set(true);
+        }
+        result
+    };
+    let (streamed, ()) = tokio::join!(first, futures_join_all(extras));
+    if streamed {
+        shared.push(target, ProbeKind::EtcdPeerProbe, samples.into_inner());
+        return;
+    }
+    let samples = stream(clock, policy, &limits.peer, |to| tcp::probe(target, to)).await;
+    shared.push(target, ProbeKind::TcpConnect, samples);
+}
+
+/// The first kept connection of a peer stream; false when it could not be had (then the RTT is
+/// judged from TCP connects).
+#[allow(clippy::too_many_arguments)]
+async fn first_peer_session(
+    clock: Clock,
+    policy: &SamplingPolicy,
+    limits: &Limits,
+    tls: &TlsClient,
+    target: &Target,
+    shared: &Shared,
+    samples: &std::cell::RefCell<Vec<Sample>>,
+    done: &std::cell::Cell<bool>,
+) -> bool {
+    let to = clock.left().min(SETUP_TIMEOUT);
     match PeerSession::open(&target.host, target.port, tls, to).await {
         Ok(mut session) => {
             // The first request pays for cold caches on both sides; it is not a sample.
-            let warm = session.probe(to).await;
-            match warm {
+            match session.probe(to).await {
                 Ok(p) => {
                     if let Some(skew) = p.server_now.as_deref().and_then(skew_from_rfc3339) {
                         shared.with(|o| o.skews.push((target.clone(), skew)));
                     }
-                    let samples = peer_stream(clock, policy, &limits.peer, &mut session).await;
-                    shared.push(target, ProbeKind::EtcdPeerProbe, samples);
-                    return;
+                    peer_stream(clock, policy, &limits.peer, &mut session, samples, done).await;
+                    return true;
                 }
                 Err(e) => {
                     if let Some(t) = e.trust_failure() {
@@ -1012,18 +1083,24 @@ async fn peer_session(
             ));
         }
     }
-    let samples = stream(clock, policy, &limits.peer, |to| tcp::probe(target, to)).await;
-    shared.push(target, ProbeKind::TcpConnect, samples);
+    false
 }
 
+/// One kept connection's part of a peer stream: samples go to `samples`, shared with the other
+/// connection's part; `done` is set when the policy has enough. A sample in flight then is
+/// still counted.
 async fn peer_stream(
     clock: Clock,
     policy: &SamplingPolicy,
     limits: &[Limit],
     session: &mut PeerSession,
-) -> Vec<Sample> {
-    let mut samples = Vec::new();
+    samples: &std::cell::RefCell<Vec<Sample>>,
+    done: &std::cell::Cell<bool>,
+) {
     while let Some(to) = clock.sample_timeout() {
+        if done.get() {
+            break;
+        }
         let s = match session.probe(to).await {
             Ok(p) => Sample { result: Ok(p.rtt) },
             Err(e) => Sample {
@@ -1031,14 +1108,20 @@ async fn peer_stream(
             },
         };
         let broken = s.result.is_err();
-        samples.push(s);
-        if policy.decide(&samples, limits) == Decision::Enough || broken {
+        let enough = {
+            let mut all = samples.borrow_mut();
+            all.push(s);
+            policy.decide(&all, limits) == Decision::Enough
+        };
+        if enough {
+            done.set(true);
+        }
+        if enough || broken {
             // A broken keep-alive connection cannot give more samples; what we have is judged.
             break;
         }
         tokio::time::sleep(PACE.min(clock.left())).await;
     }
-    samples
 }
 
 async fn api_target(
@@ -1072,7 +1155,7 @@ async fn api_target(
             if let Err(e) = &r {
                 if let Some(t) = e.trust_failure() {
                     shared.trust(&target, t);
-                    return (http::sample(&r), true);
+                    return (Some(http::sample(&r)), true);
                 }
             }
             if let Ok(resp) = &r {
@@ -1080,7 +1163,7 @@ async fn api_target(
                     skew.get_or_insert_with(|| skew_from(date));
                 }
             }
-            (readyz_sample(&r), false)
+            (Some(readyz_sample(&r)), false)
         },
     )
     .await;
@@ -1210,38 +1293,70 @@ async fn icmp_loss(
 ) {
     // The clock's deadline already leaves the report its margin.
     let end = clock.deadline;
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        let batch_time = ICMP_INTERVAL * u32::from(ICMP_BATCH);
-        if left < batch_time + Duration::from_millis(100) {
-            break;
-        }
-        // Before a sampling decision, wait 3 x the p90 RTT seen (at least 50 ms), or the late
-        // limit while no RTT is known. A reply that comes later still counts (the pinger keeps
-        // listening in the next batch), so a slow straggler costs no time here.
+    // One train of echoes ICMP_INTERVAL apart, from the start. An echo is judged once its
+    // reply is due: 3 x the p90 RTT seen (at least 50 ms), or the late limit while no RTT is
+    // known; one still unanswered then counts as lost for the sampling decision. A reply that
+    // comes later still counts (the pinger keeps listening), so a slow straggler costs no time.
+    let due = |pinger: &Pinger| {
         let answered: Vec<Duration> = pinger
             .samples()
             .iter()
             .filter_map(|s| s.result.as_ref().ok().copied())
             .collect();
-        let wait = match p90(answered) {
+        match p90(answered) {
             Some(rtt) => (rtt * 3).clamp(Duration::from_millis(50), pinger.late_limit()),
             None => pinger.late_limit(),
-        };
-        pinger
-            .series(ICMP_BATCH, ICMP_INTERVAL, wait.min(left - batch_time))
-            .await;
-        if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
-            if !stragglers_matter(policy, limits, pinger) {
-                break;
-            }
-            // Echoes of a queue stall come back late, all at once: wait for them (or for their
-            // late limit) before judging loss on them.
-            pinger.drain(end).await;
-            if policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
-                break;
+        }
+    };
+    let cap = policy.loss_cap_error;
+    let mut next_send = Instant::now();
+    let mut next_decision = Instant::now();
+    let mut last_sent = None;
+    loop {
+        let now = Instant::now();
+        let wait = due(pinger);
+        // The train stops where the replies of what it sends could not be in by the deadline.
+        let sending = pinger.sent() < cap && now + wait + Duration::from_millis(100) < end;
+        let ahead = pinger.sent() - pinger.due(wait) >= ICMP_AHEAD;
+        if now >= next_decision || !sending {
+            next_decision = now + ICMP_DECIDE_EVERY;
+            let due_now = pinger.samples_older_than(wait);
+            let settled = due_now.len() == pinger.sent();
+            if !sending || policy.decide(&due_now, &limits.loss) == Decision::Enough {
+                // Enough on the echoes that are due (or no time to send more): stop sending,
+                // let the rest come due, and decide on every echo.
+                if let Some(last) = last_sent.filter(|_| !settled) {
+                    pinger.drain(end.min(last + wait)).await;
+                }
+                if !sending || policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough {
+                    if !stragglers_matter(policy, limits, pinger) {
+                        break;
+                    }
+                    // Echoes of a queue stall come back late, all at once: wait for them (or for
+                    // their late limit) before judging loss on them.
+                    pinger.drain(end).await;
+                    if !sending
+                        || policy.decide(&pinger.samples(), &limits.loss) == Decision::Enough
+                    {
+                        break;
+                    }
+                }
+                next_send = Instant::now();
+                continue;
             }
         }
+        if now >= next_send && !ahead {
+            last_sent = Some(pinger.send());
+            next_send += ICMP_INTERVAL;
+            // After a stall (the thread descheduled), do not send a burst to catch up.
+            next_send = next_send.max(now);
+        }
+        let until = if ahead {
+            next_decision
+        } else {
+            next_send.min(next_decision)
+        };
+        pinger.listen(until).await;
     }
     if stragglers_matter(policy, limits, pinger) {
         pinger.drain(end).await;

@@ -151,21 +151,65 @@ impl Pinger {
         for i in 0..count {
             let send_at = start + interval * u32::from(i);
             self.listen_until(send_at, false).await;
-            self.seq = self.seq.wrapping_add(1);
-            let packet = echo_request(self.ident, self.seq, &self.nonce);
-            // Stamp before sending: a preemption after the send would otherwise shorten the
-            // measured RTT, below what the wire allows.
-            let stamp = Instant::now();
-            // A failed send is an echo lost on the way out.
-            let _ = self.sock.get_ref().send_to(&packet, &to);
-            self.by_seq.insert(self.seq, self.echoes.len());
-            self.echoes.push(Echo {
-                sent: stamp,
-                rtt: None,
-            });
-            last_sent = stamp;
+            last_sent = self.send_to(&to);
         }
         self.listen_until(last_sent + wait, true).await;
+    }
+
+    /// Sends one echo now, without waiting for its reply; returns when it was sent. Replies are
+    /// recorded by [`Pinger::listen`], [`Pinger::series`] and [`Pinger::drain`].
+    pub fn send(&mut self) -> Instant {
+        let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
+        self.send_to(&to)
+    }
+
+    fn send_to(&mut self, to: &SockAddr) -> Instant {
+        self.seq = self.seq.wrapping_add(1);
+        let packet = echo_request(self.ident, self.seq, &self.nonce);
+        // Stamp before sending: a preemption after the send would otherwise shorten the
+        // measured RTT, below what the wire allows.
+        let stamp = Instant::now();
+        // A failed send is an echo lost on the way out.
+        let _ = self.sock.get_ref().send_to(&packet, to);
+        self.by_seq.insert(self.seq, self.echoes.len());
+        self.echoes.push(Echo {
+            sent: stamp,
+            rtt: None,
+        });
+        stamp
+    }
+
+    /// Records replies until `until`.
+    pub async fn listen(&mut self, until: Instant) {
+        self.listen_until(until, false).await;
+    }
+
+    /// Echoes sent so far.
+    pub fn sent(&self) -> usize {
+        self.echoes.len()
+    }
+
+    /// Echoes sent at least `age` ago.
+    pub fn due(&self, age: Duration) -> usize {
+        let now = Instant::now();
+        self.echoes
+            .iter()
+            .take_while(|e| now.duration_since(e.sent) >= age)
+            .count()
+    }
+
+    /// One sample per echo sent at least `age` ago, in order: those are the echoes whose reply
+    /// is due by now, and one without a reply counts as lost ([`Pinger::samples`] has all).
+    pub fn samples_older_than(&self, age: Duration) -> Vec<Sample> {
+        let now = Instant::now();
+        let lost = ProbeFailure::Timeout(self.late_limit.as_millis() as u64);
+        self.echoes
+            .iter()
+            .take_while(|e| now.duration_since(e.sent) >= age)
+            .map(|e| Sample {
+                result: e.rtt.ok_or_else(|| lost.clone()),
+            })
+            .collect()
     }
 
     /// Listens for stragglers until none is outstanding or `until`, whichever is first.
