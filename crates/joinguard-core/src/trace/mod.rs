@@ -19,7 +19,7 @@ pub(crate) mod analysis;
 pub mod command;
 pub(crate) mod packet;
 pub mod report;
-mod socket;
+pub(crate) mod socket;
 
 use std::collections::HashMap;
 use std::io;

@@ -129,7 +129,7 @@ pub(crate) fn source_for(dst: Ipv4Addr) -> io::Result<Ipv4Addr> {
     }
 }
 
-fn enable_rx_timestamps(s: &Socket) {
+pub(crate) fn enable_rx_timestamps(s: &Socket) {
     let on: libc::c_int = 1;
     // SAFETY: a valid fd, a pointer to a c_int that outlives the call, and its size. Failure only
     // means no kernel timestamps; the caller falls back to the time of the read.
@@ -144,7 +144,9 @@ fn enable_rx_timestamps(s: &Socket) {
     }
 }
 
-fn recv_stamped(
+/// Reads one packet with the kernel's receive timestamp (when the socket has
+/// [`enable_rx_timestamps`] and the kernel gave one).
+pub(crate) fn recv_stamped(
     s: &Socket,
     buf: &mut [MaybeUninit<u8>],
 ) -> io::Result<(usize, Option<SystemTime>)> {

@@ -108,7 +108,7 @@ fn out(s: impl AsRef<str>) {
 #[derive(clap::Args, Debug)]
 struct UpArgs {
     /// etcd members, each in its own host (m1, m2, ...). 0 starts no etcd.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=5))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=7))]
     members: u8,
     /// Add a `joiner` host: the node that is about to join.
     #[arg(long)]
