@@ -1053,6 +1053,56 @@ mod tests {
         m.stop();
     }
 
+    /// One source cannot take every connection slot: with 64 slow connections from 127.0.0.1
+    /// held open, a 65th from there is closed at once, and a scrape from 127.0.0.2 (another
+    /// host, as a Prometheus server is) is served.
+    #[tokio::test]
+    async fn one_source_cannot_hold_every_connection() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let config = MonitorConfig::parse(
+            "pathMtuInterval: 0s\ntargets:\n  - kind: etcd-peer\n    endpoint: 127.0.0.1:1\n",
+            "monitor.yaml",
+            &|_| None,
+        )
+        .unwrap();
+        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::Silent)
+            .await
+            .unwrap();
+        let mut held = Vec::new();
+        for _ in 0..serve::MAX_CONNECTIONS_PER_SOURCE {
+            let mut s = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\n").await.unwrap();
+            held.push(s);
+        }
+        let closed_at_once = |mut s: tokio::net::TcpStream| async move {
+            let _ = s
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await;
+            let mut buf = Vec::new();
+            matches!(
+                tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut buf)).await,
+                Ok(Ok(0)) | Ok(Err(_))
+            ) && buf.is_empty()
+        };
+        let one_more = tokio::net::TcpStream::connect(m.addr).await.unwrap();
+        assert!(
+            closed_at_once(one_more).await,
+            "a 65th connection from one source was served"
+        );
+        let other = tokio::net::TcpSocket::new_v4().unwrap();
+        other.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let mut scrape = other.connect(m.addr).await.unwrap();
+        scrape
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        scrape.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        drop(held);
+        m.stop();
+    }
+
     /// With `tls:` the endpoints are served over HTTPS, and with `clientCAFile` only to a scraper
     /// whose client certificate that CA signed: such a scrape gets /healthz, one without a
     /// client certificate and a plain-HTTP one get nothing. The keys are RSA PKCS#1, as kubeadm

@@ -34,6 +34,42 @@ pub const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 /// The most connections served at once; one more is closed at once (a scraper, the kubelet's
 /// probes and a person with curl need a handful).
 pub const MAX_CONNECTIONS: usize = 256;
+/// The most of those one source address may hold: one host that opens connections without end
+/// (a slowloris, a runaway client) takes at most a quarter of them, so a scraper from another
+/// host still finds a slot. Measured beside a real Prometheus (docs/hardening.md): 500 slow
+/// connections from one host filled all 256 slots, 255 of them the attacker's.
+pub const MAX_CONNECTIONS_PER_SOURCE: usize = 64;
+
+/// Connections held per source address.
+#[derive(Debug, Default)]
+struct PerSource(std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+/// One connection counted against its source; uncounted when dropped.
+struct SourceSlot(Arc<PerSource>, std::net::IpAddr);
+
+impl PerSource {
+    fn take(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<SourceSlot> {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= MAX_CONNECTIONS_PER_SOURCE {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot(self.clone(), ip))
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut m = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
 
 /// How long a rendered exposition is served again instead of rendering anew. A scrape flood (or
 /// several Prometheus replicas) then costs at most four renders a second, however many scrapes
@@ -143,13 +179,14 @@ pub(crate) fn tls_config(
 /// Accepts connections until the task is aborted.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let per_source = Arc::new(PerSource::default());
     let acceptor = shared
         .config
         .tls
         .clone()
         .map(tokio_rustls::TlsAcceptor::from);
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 // EMFILE and friends: back off a little instead of spinning.
@@ -166,10 +203,19 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             drop(stream);
             continue;
         };
+        let Some(source_slot) = per_source.take(peer.ip()) else {
+            tracing::debug!(
+                source = %peer.ip(),
+                max = MAX_CONNECTIONS_PER_SOURCE,
+                "too many connections from one source; closing a new one"
+            );
+            drop(stream);
+            continue;
+        };
         let shared = shared.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            let _slot = slot;
+            let _slot = (slot, source_slot);
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let path = req.uri().path().to_string();
