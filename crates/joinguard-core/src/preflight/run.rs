@@ -1315,8 +1315,13 @@ async fn icmp_loss(
     loop {
         let now = Instant::now();
         let wait = due(pinger);
-        // The train stops where the replies of what it sends could not be in by the deadline.
-        let sending = pinger.sent() < cap && now + wait + Duration::from_millis(100) < end;
+        // The train stops where the replies of what it sends could not be in by the deadline:
+        // `wait` before it once an RTT is known. Before that (the first echoes, or a dark
+        // host) it sends while 100 ms are left, as the batches did: a short budget (`--wait`'s
+        // last 500 ms check) must still measure loss, not leave the host without a loss stream.
+        let answered = pinger.samples().iter().any(|s| s.result.is_ok());
+        let tail = if answered { wait } else { Duration::ZERO };
+        let sending = pinger.sent() < cap && now + tail + Duration::from_millis(100) < end;
         let ahead = pinger.sent() - pinger.due(wait) >= ICMP_AHEAD;
         if now >= next_decision || !sending {
             next_decision = now + ICMP_DECIDE_EVERY;

@@ -167,6 +167,16 @@ labtest!(
             text.stdout.contains("[preflight] All checks passed"),
             "{text}"
         );
+        // A short budget (`--wait`'s last check gets 500 ms) still measures each host's loss:
+        // the ICMP train once waited for the 1 s late limit before its first echo and sent
+        // none within 700 ms.
+        let (short, v) = fx.preflight_json(&["--timeout", "700ms"]);
+        for m in &fx.lab().hosts()[1..] {
+            let client = format!("{}:2379", m.addr());
+            let icmp = measurement(&v, &client, "icmp-echo")
+                .unwrap_or_else(|| panic!("no icmp for {client} in 700 ms: {short}"));
+            assert!(icmp["samples"].as_u64().unwrap_or(0) >= 30, "{icmp}");
+        }
     }
 );
 
