@@ -836,15 +836,7 @@ async fn measure_member(
                 let mut c = client.clone();
                 async move { c.status().await }
             },
-            |r| match r {
-                Ok((d, _)) => (Some(Sample { result: Ok(d) }), false),
-                Err(e) => (
-                    Some(Sample {
-                        result: Err(etcd_probe_failure(&e)),
-                    }),
-                    false,
-                ),
-            },
+            |r| (Some(etcd_sample(r.map(|(d, _)| d))), false),
         )
         .await;
         shared.push(target, ProbeKind::EtcdStatus, samples);
@@ -863,21 +855,22 @@ async fn measure_member(
                 async move { c.quorum_read().await }
             },
             |r| match r {
-                Ok(d) => (Some(Sample { result: Ok(d) }), false),
                 // A member that turned out to be a learner: not measured (as above).
                 Err(EtcdFailure::Learner(_)) => (None, true),
-                Err(e) => (
-                    Some(Sample {
-                        result: Err(etcd_probe_failure(&e)),
-                    }),
-                    false,
-                ),
+                r => (Some(etcd_sample(r)), false),
             },
         )
         .await;
         shared.push(target, ProbeKind::EtcdQuorumRead, samples);
     };
     tokio::join!(status, quorum);
+}
+
+/// One etcd call's outcome as a sample.
+fn etcd_sample(r: Result<Duration, EtcdFailure>) -> Sample {
+    Sample {
+        result: r.map_err(|e| etcd_probe_failure(&e)),
+    }
 }
 
 async fn handshake_stream(
