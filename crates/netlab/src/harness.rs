@@ -3,7 +3,9 @@
 //!
 //! - [`serial`] takes the process-wide [`SERIAL`] lock, so that one lab runs at a time in a test
 //!   binary (two cores; several 3-member etcd clusters at once would disturb each other's
-//!   timing). It tolerates poisoning: a failed test must not fail the ones after it.
+//!   timing). It tolerates poisoning: a failed test must not fail the ones after it. Under
+//!   cargo-nextest every test is its own process and the lock holds nothing back: there,
+//!   joinguard's `.config/nextest.toml` decides which labs may run at once.
 //! - [`EnvBuilder`] builds a [`LabEnv`]: a lab with a joiner host, an etcd cluster of N members
 //!   (m1..mN) on this run's kubeadm PKI, optionally the API server stand-in on host `api` with
 //!   what `kubeadm init` leaves behind (bootstrap token [`TOKEN`], optionally kubeadm-certs under

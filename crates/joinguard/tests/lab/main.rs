@@ -3,8 +3,11 @@
 //! once, not once per suite (ripgrep's `tests/integration.rs` with `mod` files).
 //!
 //! Every suite builds its environment with `netlab::harness` and takes its lock, so one lab runs
-//! at a time in this binary. Test names keep the `etcd` word where they talk to etcd:
-//! `scripts/test` runs `cargo test -- etcd` again on etcd 3.5 and picks suites by module path.
+//! at a time in this binary under `cargo test`. `scripts/test` runs the tests under
+//! cargo-nextest, one process each: `.config/nextest.toml` runs two labs at once and the tests
+//! that assert timing alone (docs/testing.md); a new test that reads a clock or a measured figure
+//! goes on its list. Test names keep the `etcd` word where they talk to etcd: `scripts/test`
+//! runs the tests named `etcd` again on etcd 3.5 and picks suites by module path.
 
 use netlab::harness::EnvBuilder;
 
