@@ -2,7 +2,8 @@
 //! targets at a 1 s interval, then the same with 10% of the targets blackholed.
 //!
 //! Run: `cargo bench -p joinguard --bench monitor_scale` (60 s per scenario, about 5 minutes;
-//! `JOINGUARD_BENCH_QUICK=1` runs 10 s per scenario for local iteration). Root is not needed.
+//! `JOINGUARD_BENCH_QUICK=1` runs 10 s per scenario for local iteration; `JOINGUARD_BENCH_TARGETS`
+//! picks the rows of one size, `JOINGUARD_BENCH_BIN` another joinguard build). Root is not needed.
 //! Prints a markdown table and writes `target/bench/monitor-scale.json`.
 //!
 //! Targets are listeners in this process on loopback, spread over 127.77.0.0/16 (100 ports per
@@ -163,7 +164,10 @@ fn start_monitor(dir: &std::path::Path, scenario: usize, n: usize) -> Monitor {
         .local_addr()
         .unwrap();
     let log = std::fs::File::create(dir.join(format!("monitor-{scenario}.log"))).unwrap();
-    let child = Command::new(JOINGUARD)
+    // JOINGUARD_BENCH_BIN measures another build (a copy of the one before a change, to pair
+    // runs on one machine).
+    let bin = std::env::var_os("JOINGUARD_BENCH_BIN").unwrap_or_else(|| JOINGUARD.into());
+    let child = Command::new(bin)
         .args(["monitor", "--config"])
         .arg(&path)
         .args(["--listen", &addr.to_string()])
@@ -354,9 +358,14 @@ fn main() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
+    // JOINGUARD_BENCH_TARGETS=10000 runs the rows of that size only.
+    let only: Option<usize> = std::env::var("JOINGUARD_BENCH_TARGETS")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for (scenario, (n, holes)) in [(1000, 0), (1000, 100), (10_000, 0), (10_000, 1000)]
         .into_iter()
         .enumerate()
+        .filter(|(_, (n, _))| only.is_none_or(|o| o == *n))
     {
         eprintln!("monitor_scale: {n} targets, {holes} blackholed ...");
         let r = run(&rt, dir.path(), scenario, n, holes, measure);
@@ -400,7 +409,12 @@ fn main() {
         "quick": quick,
         "rows": rows,
     });
-    let path = out.join("monitor-scale.json");
+    // A partial run never replaces the whole table docs/benchmarks.md is rendered from.
+    let path = out.join(if only.is_some() {
+        "monitor-scale-partial.json"
+    } else {
+        "monitor-scale.json"
+    });
     std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
     eprintln!("monitor_scale: wrote {}", path.display());
 }

@@ -447,13 +447,15 @@ pub(crate) fn evaluate(shared: &Shared) {
     {
         let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
         for (name, r) in running.iter() {
-            let st = r.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = r.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &mut *guard;
             name_of.insert(r.target.endpoint.clone(), name.clone());
             etcd_clients |= r.target.kind == TargetKind::EtcdClient;
-            for (probe, window) in &st.windows {
+            for (probe, window) in st.windows.iter_mut() {
                 if !window.is_empty() {
-                    let samples: Vec<_> = window.iter().cloned().collect();
-                    summaries.push(Summary::from_samples(&st.target, *probe, &samples));
+                    // In place (the window's ring made one slice), not a copy of every sample.
+                    let samples = window.make_contiguous();
+                    summaries.push(Summary::from_samples(&st.target, *probe, samples));
                 }
             }
             if let Some(h) = &st.health {

@@ -100,6 +100,7 @@ pub async fn run(
     let mut due = Instant::now() + interval.mul_f64(rand::random::<f64>());
     let mut conn = Conn::None;
     let mut how = how;
+    let mut series = super::metrics::TargetSeries::new(&name);
     let mut tls_seen = shared
         .tls_generation
         .load(std::sync::atomic::Ordering::Relaxed);
@@ -141,9 +142,9 @@ pub async fn run(
         };
         let up = !samples.is_empty() && samples.iter().all(|(_, r)| r.is_ok());
         for (kind, r) in &samples {
-            shared.metrics.observe(&name, *kind, r);
+            shared.metrics.observe(&mut series, *kind, r);
         }
-        shared.metrics.set_up(&name, up);
+        shared.metrics.set_up(&mut series, up);
         {
             let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
             for (kind, r) in samples {
