@@ -473,8 +473,10 @@ fn main() {
             );
         }
         md.push_str(
-            "\nThe targets are loopback listeners in the same process, so the CPU figure also \
-             carries the listeners' half of every TCP handshake.\n\n",
+            "\nThe CPU and RSS are the monitor process' alone; its targets are loopback listeners \
+             in the benchmark's process, but on loopback the kernel runs the listeners' half of \
+             each handshake in the monitor's own connect and close calls, so the CPU figure \
+             carries it (docs/monitor.md has the profile).\n\n",
         );
     } else {
         md.push_str("Not run in this run.\n\n");
