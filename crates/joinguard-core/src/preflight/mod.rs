@@ -49,17 +49,49 @@ impl Outcome {
     }
 }
 
-/// Runs the check once, or with `--wait` until fit or the wait ends; then traces the targets
-/// that failed a latency or loss check, within what is left of the last run's `--timeout`.
+/// Runs the check once, or with `--wait` until fit or the wait ends, and traces the targets
+/// that failed a latency or loss check within what is left of the last run's `--timeout`. A
+/// single check starts a failing target's trace as soon as that target's stream has settled,
+/// beside the streams still running; with `--wait` the traces follow the last check, as the
+/// checks before it are not the verdict.
 pub async fn preflight(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
-    let mut outcome = check_until_done(input, notes).await;
+    let (mut outcome, started) = match input.wait {
+        Some(_) => (
+            check_until_done(input, notes).await,
+            traces::Started::default(),
+        ),
+        None => check_tracing_early(input, notes).await,
+    };
     if let Outcome::Report(r) = &mut outcome {
         let left = input
             .timeout
             .saturating_sub(Duration::from_millis(r.duration_ms));
-        traces::attach(r, left, notes).await;
+        traces::attach(r, left, notes, started).await;
     }
     outcome
+}
+
+/// One check, with each stream judged alone as it finishes ([`traces::Early`]).
+async fn check_tracing_early(
+    input: &PreflightInput,
+    notes: &dyn Notes,
+) -> (Outcome, traces::Started) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut early = traces::Early::new(
+        Checker::new(input.thresholds.clone(), input.ignore.clone()),
+        input.etcd_identity.is_none(),
+        Instant::now() + input.timeout,
+    );
+    let check = check_with(input, input.timeout, notes, Some(tx));
+    tokio::pin!(check);
+    // Streams that finish after the verdict are left to `attach`: nothing is gained by then.
+    let outcome = loop {
+        tokio::select! {
+            o = &mut check => break o,
+            Some(series) = rx.recv() => early.offer(&series, notes),
+        }
+    };
+    (outcome, early.into_started())
 }
 
 async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome {
@@ -129,8 +161,18 @@ async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome 
 
 /// One check run, bounded by `budget`; its progress goes to `notes`.
 pub async fn check_once(input: &PreflightInput, budget: Duration, notes: &dyn Notes) -> Outcome {
+    check_with(input, budget, notes, None).await
+}
+
+/// [`check_once`], offering each stream to `settled` as it finishes.
+async fn check_with(
+    input: &PreflightInput,
+    budget: Duration,
+    notes: &dyn Notes,
+    settled: Option<run::Settled>,
+) -> Outcome {
     let started = Instant::now();
-    let obs = run::observe(input, SamplingPolicy::default(), budget, notes).await;
+    let obs = run::observe(input, SamplingPolicy::default(), budget, notes, settled).await;
     notes.progress_done();
     if let Some(t) = &obs.trust_failure {
         return Outcome::Trust(t.clone());

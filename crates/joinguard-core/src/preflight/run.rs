@@ -94,21 +94,39 @@ pub struct Observations {
     pub fullsize: Vec<(Target, Result<FullSize, NoExchange>)>,
 }
 
+/// Where each stream is offered the moment it finishes, before the run is over: preflight
+/// judges it alone and starts a failing target's trace beside the streams still running
+/// (`traces::Early`).
+pub(crate) type Settled = tokio::sync::mpsc::UnboundedSender<Series>;
+
 struct Shared {
     obs: Mutex<Observations>,
     started: Instant,
+    settled: Option<Settled>,
 }
 
 impl Default for Shared {
     fn default() -> Self {
-        Shared {
-            obs: Mutex::default(),
-            started: Instant::now(),
-        }
+        Shared::new(None)
     }
 }
 
 impl Shared {
+    fn new(settled: Option<Settled>) -> Shared {
+        Shared {
+            obs: Mutex::default(),
+            started: Instant::now(),
+            settled,
+        }
+    }
+    /// A stream's own `Shared` (absorbed later), offering its streams as this one does.
+    fn child(&self) -> Shared {
+        Shared {
+            obs: Mutex::default(),
+            started: self.started,
+            settled: self.settled.clone(),
+        }
+    }
     fn with<R>(&self, f: impl FnOnce(&mut Observations) -> R) -> R {
         f(&mut self.obs.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -122,13 +140,16 @@ impl Shared {
             "stream finished"
         );
         if !samples.is_empty() {
-            self.with(|o| {
-                o.series.push(Series {
-                    target: target.clone(),
-                    probe,
-                    samples,
-                })
-            });
+            let series = Series {
+                target: target.clone(),
+                probe,
+                samples,
+            };
+            if let Some(tx) = &self.settled {
+                // The receiver is gone once the run's verdict is in: nothing to offer then.
+                let _ = tx.send(series.clone());
+            }
+            self.with(|o| o.series.push(series));
         }
     }
     fn note(&self, n: String) {
@@ -320,13 +341,14 @@ pub async fn observe(
     policy: SamplingPolicy,
     budget: Duration,
     notes: &dyn Notes,
+    settled: Option<Settled>,
 ) -> Observations {
     let counter = Counter::new(notes);
     let clock = Clock {
         deadline: Instant::now() + budget.saturating_sub(REPORT_MARGIN),
     };
     let limits = Limits::new(&input.thresholds);
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared::new(settled));
     let etcd_tls = match &input.etcd_ca {
         Some(ca) => match EtcdTls::new(ca, input.etcd_identity.as_ref()) {
             Ok(t) => Some(t),
@@ -442,7 +464,7 @@ pub async fn observe(
                 }
             }
         }
-        let threads = spawn_icmp(clock, policy, &limits, new_hosts);
+        let threads = spawn_icmp(clock, policy, &limits, new_hosts, &shared);
         let icmp_streams = usize::from(!threads.is_empty());
         counter.add(more.len() + icmp_streams);
         let more = more.into_iter().map(|f| counter.counted(f)).collect();
@@ -500,7 +522,7 @@ pub async fn observe(
     // ICMP streams run on their own threads: their timestamps must not wait behind the TLS
     // and gRPC work of the other probes, which all share this task.
     let icmp = {
-        let threads = spawn_icmp(clock, policy, &limits, hosts);
+        let threads = spawn_icmp(clock, policy, &limits, hosts, &shared);
         let shared = &shared;
         let counter = &counter;
         let streams = usize::from(!threads.is_empty());
@@ -949,7 +971,7 @@ async fn guessed_peer(
     shared: &Shared,
     discovery: &Discovery,
 ) {
-    let local = Shared::default();
+    let local = shared.child();
     let confirmed = async {
         discovery.wait(clock).await.is_some_and(|list| {
             list.iter()
@@ -1199,13 +1221,14 @@ fn spawn_icmp(
     policy: SamplingPolicy,
     limits: &Limits,
     hosts: BTreeMap<IpAddr, Target>,
+    shared: &Shared,
 ) -> Vec<std::thread::JoinHandle<Observations>> {
     hosts
         .into_iter()
         .map(|(ip, t)| {
             let limits = limits.clone();
+            let local = shared.child();
             std::thread::spawn(move || {
-                let local = Shared::default();
                 if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
