@@ -204,21 +204,30 @@ fn main() {
             md,
             "One etcd member ({}), one-way delay d each way, so the truth is 2d plus the base RTT \
              with no delay ({base:.3} ms, ping). Jitter is normal with sigma d/10. Goal (issues \
-             #3 and 30): joinguard's p50 and p99 within 0.5 ms or 2% of the truth, judged on \
-             the rows without jitter. With jitter the fabric never reorders packets (a FIFO link does not \
-             either), so a probe sent closer behind the previous one than the jitter's spread \
-             waits for it, and the true RTT depends on the probe rate: joinguard's echoes go \
-             1 ms apart, so the control is `ping -i 0.001` at the same spacing, while `ping` at \
-             20 ms spacing sees the unqueued delay. The etcd Status p50 also carries etcd's own \
-             handling of the RPC (about 1 ms here), so it is expected above the network truth; \
-             the network goal is the ICMP column. `etcdctl endpoint health` \"took\" includes \
-             its connection set-up.\n",
-            a["etcd"].as_str().unwrap_or("?")
+             #3 and 30): joinguard's p50 and p99 within 0.5 ms or 2% of the truth. The **wire** \
+             columns are a packet capture on the joiner's TUN during joinguard's run (tcpdump, \
+             the kernel's timestamps at the device: each echo request out to its reply in, no \
+             prober in between): with jitter the fabric never reorders packets (a FIFO link does \
+             not either), so an echo sent closer behind the previous one than the jitter's \
+             spread waits for it, and the true RTT depends on the probe rate. joinguard's echoes \
+             go about 1 ms apart, so with jitter the truth a probe can be held to is the wire's \
+             at that spacing, and the last column judges every row against it. `ping -i 0.001` \
+             is not the same spacing: the capture shows how far apart its requests really went \
+             (here 7 to 10 ms apart whenever the RTT was 10 ms or more). The etcd Status \
+             p50 also carries etcd's own handling of the RPC (about 1 ms here), so it is \
+             expected above the network truth; the network goal is the ICMP column. `etcdctl \
+             endpoint health` \"took\" includes its connection set-up.{}\n",
+            a["etcd"].as_str().unwrap_or("?"),
+            match a["date"].as_str() {
+                Some(d) => format!(" This section: run {d}."),
+                None => String::new(),
+            }
         );
         md.push_str(
-            "| d (ms) | jitter | truth (ms) | joinguard ICMP p50 | ICMP p99 | joinguard etcd \
-             Status p50 | ping p50 | ping -i 0.001 p50 | etcdctl took | took / truth | goal met \
-             (ICMP p50, p99, Status p50) |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| d (ms) | jitter | truth (ms) | wire p50 | wire p99 | joinguard ICMP p50 | ICMP \
+             p99 | joinguard etcd Status p50 | ping p50 | ping -i 0.001 p50 (spacing) | etcdctl \
+             took | took / truth | goal met vs truth (ICMP p50, p99, Status p50) | goal met vs \
+             wire (ICMP p50, p99) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         let rows = a["rows"].as_array().cloned().unwrap_or_default();
         let goal = |r: &Value, key: &str| match (r["jitter"] == true, r[key] == true) {
@@ -226,24 +235,38 @@ fn main() {
             (false, true) => "yes",
             (false, false) => "NO",
         };
+        let met = |r: &Value, key: &str| match &r[key] {
+            Value::Bool(true) => "yes",
+            Value::Bool(false) => "NO",
+            _ => "(no capture)",
+        };
         for r in &rows {
             let truth = f(&r["truthMs"]);
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2}x | {}, {}, {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {:.2}x | {}, {}, {} \
+                 | {}, {} |",
                 r["oneWayDelayMs"],
                 if r["jitter"] == true { "yes" } else { "no" },
                 ms(truth),
+                ms(f(&r["wireIcmpP50Ms"])),
+                ms(f(&r["wireIcmpP99Ms"])),
                 ms(f(&r["joinguardIcmpP50Ms"])),
                 ms(f(&r["joinguardIcmpP99Ms"])),
                 ms(f(&r["joinguardEtcdStatusP50Ms"])),
                 ms(f(&r["pingP50Ms"])),
                 ms(f(&r["ping2msP50Ms"])),
+                match r["ping2msEchoSpacingMs"].as_f64() {
+                    Some(x) => format!("{x:.1} ms apart"),
+                    None => "spacing not captured".into(),
+                },
                 ms(f(&r["etcdctlHealthTookMs"])),
                 f(&r["etcdctlHealthTookMs"]) / truth,
                 goal(r, "joinguardIcmpWithinGoal"),
                 goal(r, "joinguardIcmpP99WithinGoal"),
                 goal(r, "joinguardStatusWithinGoal"),
+                met(r, "joinguardIcmpNearWire"),
+                met(r, "joinguardIcmpP99NearWire"),
             );
         }
         let ratio = |key: &str, jitter: bool| -> Vec<(f64, f64)> {
