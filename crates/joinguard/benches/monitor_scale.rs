@@ -3,12 +3,18 @@
 //!
 //! Run: `cargo bench -p joinguard --bench monitor_scale` (60 s per scenario, about 5 minutes;
 //! `JOINGUARD_BENCH_QUICK=1` runs 10 s per scenario for local iteration; `JOINGUARD_BENCH_TARGETS`
-//! picks the rows of one size, `JOINGUARD_BENCH_BIN` another joinguard build). Root is not needed.
+//! picks the rows of one size, `JOINGUARD_BENCH_BIN` another joinguard build). Root is needed
+//! (netlab), unless `JOINGUARD_BENCH_LOOPBACK=1`.
 //! Prints a markdown table and writes `target/bench/monitor-scale.json`.
 //!
-//! Targets are listeners in this process on loopback, spread over 127.77.0.0/16 (100 ports per
-//! address; one address would do for the listeners, but the monitor's connects would then share
-//! one (source, destination) address pair and its ~28k ephemeral ports with TIME_WAIT).
+//! Targets are listeners in this process. By default (root needed) they live in a netlab host
+//! (`tgt`) and the monitor in another (`mon`), joined by netlab's forwarder with no impairment:
+//! the targets' side of each handshake (SYN, the child socket, the accept) then runs in the
+//! forwarder's writes, as it would on the remote hosts a real monitor probes, and the monitor is
+//! charged only its own work. `JOINGUARD_BENCH_LOOPBACK=1` keeps the targets on loopback
+//! (127.77.0.0/16, 100 ports per address, no root): loopback runs the receiver's TCP inline in
+//! the sender's system call, so the monitor's CPU then also carries the targets' half of every
+//! handshake (the layout of the figures before 2026-12-06).
 //! Healthy listeners accept and close. A blackholed listener has a backlog of 0 and one
 //! connection already queued and never accepted: its accept queue is full, so Linux drops every
 //! further SYN (no SYN-ACK, no RST; `tcp_abort_on_overflow` is 0 by default) and the monitor's
@@ -34,20 +40,73 @@ const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
 const PORTS_PER_ADDR: usize = 100;
 const WARMUP: Duration = Duration::from_secs(5);
 
-/// Target `i` of scenario `scenario`: each scenario has its own addresses, so the previous one's
-/// listeners (closed asynchronously) cannot collide with the next one's.
-fn target_addr(scenario: usize, i: usize) -> SocketAddr {
-    let a = scenario * 110 + i / PORTS_PER_ADDR;
-    let ip = Ipv4Addr::new(
-        127,
-        77,
-        u8::try_from(a / 250).unwrap(),
-        u8::try_from(a % 250 + 1).unwrap(),
-    );
-    SocketAddr::new(
-        ip.into(),
-        20000 + u16::try_from(i % PORTS_PER_ADDR).unwrap(),
-    )
+/// Where the targets and the monitor run.
+enum Fabric {
+    /// Listeners on loopback, in this process's namespace, as the monitor.
+    Loopback,
+    /// The monitor in host `mon`, the targets in host `tgt`, through netlab's forwarder.
+    Lab(netlab::Lab),
+}
+
+impl Fabric {
+    /// Target `i` of scenario `scenario`: each scenario has its own addresses or ports, so the
+    /// previous one's listeners (closed asynchronously) cannot collide with the next one's.
+    fn target_addr(&self, scenario: usize, i: usize) -> SocketAddr {
+        match self {
+            Fabric::Loopback => {
+                let a = scenario * 110 + i / PORTS_PER_ADDR;
+                let ip = Ipv4Addr::new(
+                    127,
+                    77,
+                    u8::try_from(a / 250).unwrap(),
+                    u8::try_from(a % 250 + 1).unwrap(),
+                );
+                SocketAddr::new(
+                    ip.into(),
+                    20000 + u16::try_from(i % PORTS_PER_ADDR).unwrap(),
+                )
+            }
+            // One address: with connects that end in a reset nothing lingers in TIME_WAIT, so
+            // the ports alone keep the connections apart. All below the ephemeral range.
+            Fabric::Lab(lab) => {
+                let base = [10_000, 11_000, 12_000, 22_000][scenario];
+                SocketAddr::new(
+                    lab.host("tgt").addr().into(),
+                    u16::try_from(base + i).unwrap(),
+                )
+            }
+        }
+    }
+
+    /// Runs `f` where the targets live (their sockets belong to that namespace).
+    fn at_targets<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        match self {
+            Fabric::Loopback => f(),
+            Fabric::Lab(lab) => lab.host("tgt").run(f).expect("enter the targets' host"),
+        }
+    }
+
+    /// Runs `f` where the monitor runs (its /metrics is on that namespace's loopback).
+    fn at_monitor<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        match self {
+            Fabric::Loopback => f(),
+            Fabric::Lab(lab) => lab.host("mon").run(f).expect("enter the monitor's host"),
+        }
+    }
+
+    fn monitor_command(&self, bin: &std::ffi::OsStr) -> Command {
+        match self {
+            Fabric::Loopback => Command::new(bin),
+            Fabric::Lab(lab) => lab.host("mon").command(bin),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Fabric::Loopback => "loopback",
+            Fabric::Lab(_) => "netlab",
+        }
+    }
 }
 
 fn raise_nofile() -> u64 {
@@ -88,47 +147,58 @@ impl Drop for Targets {
 
 fn start_targets(
     rt: &tokio::runtime::Runtime,
+    fabric: &Fabric,
     scenario: usize,
     n: usize,
     blackholed: usize,
 ) -> Targets {
-    let mut tasks = Vec::new();
-    let mut holes = Vec::new();
     // Every 10th target is blackholed, so the slow ones are spread over the whole set.
     let is_hole = |i: usize| {
         blackholed > 0 && i.is_multiple_of(n / blackholed) && i / (n / blackholed) < blackholed
     };
-    for i in 0..n {
-        let addr = target_addr(scenario, i);
-        if is_hole(i) {
-            let l = listener(addr, 0);
-            // Backlog 0 holds one connection: this one, never accepted, fills the queue.
-            let held: Vec<TcpStream> =
-                TcpStream::connect_timeout(&addr, Duration::from_millis(500))
-                    .into_iter()
-                    .collect();
-            // Prove on a sample that a further connect stalls (200 ms each, so not on all).
-            if holes.len() % 50 == 0 {
-                let stalls = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err();
-                assert!(
-                    stalls,
-                    "{addr}: a connect to the full listener did not stall"
-                );
+    let addrs: Vec<SocketAddr> = (0..n).map(|i| fabric.target_addr(scenario, i)).collect();
+    let (healthy, holes) = fabric.at_targets(|| {
+        let mut healthy = Vec::new();
+        let mut holes = Vec::new();
+        for (i, &addr) in addrs.iter().enumerate() {
+            if is_hole(i) {
+                let l = listener(addr, 0);
+                // Backlog 0 holds one connection: this one, never accepted, fills the queue.
+                let held: Vec<TcpStream> =
+                    TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+                        .into_iter()
+                        .collect();
+                // Prove on a sample that a further connect stalls (200 ms each, so not on all).
+                if holes.len() % 50 == 0 {
+                    let stalls =
+                        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err();
+                    assert!(
+                        stalls,
+                        "{addr}: a connect to the full listener did not stall"
+                    );
+                }
+                holes.push((l, held));
+            } else {
+                let l = listener(addr, 1024);
+                l.set_nonblocking(true).unwrap();
+                healthy.push(l);
             }
-            holes.push((l, held));
-        } else {
-            let l = listener(addr, 1024);
-            l.set_nonblocking(true).unwrap();
-            tasks.push(rt.spawn(async move {
+        }
+        (healthy, holes)
+    });
+    let tasks = healthy
+        .into_iter()
+        .map(|l| {
+            rt.spawn(async move {
                 let l = tokio::net::TcpListener::from_std(l).unwrap();
                 loop {
                     if let Ok((s, _)) = l.accept().await {
                         drop(s);
                     }
                 }
-            }));
-        }
-    }
+            })
+        })
+        .collect();
     Targets {
         _blackholes: holes,
         tasks,
@@ -147,27 +217,30 @@ impl Drop for Monitor {
     }
 }
 
-fn start_monitor(dir: &std::path::Path, scenario: usize, n: usize) -> Monitor {
+fn start_monitor(fabric: &Fabric, dir: &std::path::Path, scenario: usize, n: usize) -> Monitor {
     let mut cfg = String::from(
         "interval: 1s\njitter: 0.1\nprobeTimeout: 900ms\nwindow: 30\nmaxTargets: 20000\ntargets:\n",
     );
     for i in 0..n {
         cfg.push_str(&format!(
             "  - {{name: t{i}, kind: api-server, endpoint: {}}}\n",
-            target_addr(scenario, i)
+            fabric.target_addr(scenario, i)
         ));
     }
     let path = dir.join(format!("monitor-{scenario}.yaml"));
     std::fs::write(&path, cfg).unwrap();
-    let addr: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr: SocketAddr = fabric.at_monitor(|| {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    });
     let log = std::fs::File::create(dir.join(format!("monitor-{scenario}.log"))).unwrap();
     // JOINGUARD_BENCH_BIN measures another build (a copy of the one before a change, to pair
     // runs on one machine).
     let bin = std::env::var_os("JOINGUARD_BENCH_BIN").unwrap_or_else(|| JOINGUARD.into());
-    let child = Command::new(bin)
+    let child = fabric
+        .monitor_command(&bin)
         .args(["monitor", "--config"])
         .arg(&path)
         .args(["--listen", &addr.to_string()])
@@ -177,7 +250,7 @@ fn start_monitor(dir: &std::path::Path, scenario: usize, n: usize) -> Monitor {
         .expect("start joinguard monitor");
     let m = Monitor { child, addr };
     let t0 = Instant::now();
-    while scrape(m.addr).is_none() {
+    while fabric.at_monitor(|| scrape(m.addr)).is_none() {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
             "monitor did not serve /metrics"
@@ -289,23 +362,24 @@ struct Row {
 
 fn run(
     rt: &tokio::runtime::Runtime,
+    fabric: &Fabric,
     dir: &std::path::Path,
     scenario: usize,
     n: usize,
     blackholed: usize,
     measure: Duration,
 ) -> Row {
-    let _targets = start_targets(rt, scenario, n, blackholed);
-    let m = start_monitor(dir, scenario, n);
+    let _targets = start_targets(rt, fabric, scenario, n, blackholed);
+    let m = start_monitor(fabric, dir, scenario, n);
     let pid = m.child.id();
     std::thread::sleep(WARMUP);
-    let before = scrape(m.addr).expect("scrape");
+    let before = fabric.at_monitor(|| scrape(m.addr)).expect("scrape");
     let t0 = Instant::now();
     let c0 = cpu_ticks(pid);
     std::thread::sleep(measure);
     let c1 = cpu_ticks(pid);
     let secs = t0.elapsed().as_secs_f64();
-    let after = scrape(m.addr).expect("scrape");
+    let after = fabric.at_monitor(|| scrape(m.addr)).expect("scrape");
     let rss = peak_rss_mb(pid);
     let (b, a) = (lag_buckets(&before), lag_buckets(&after));
     let (p50, _) = quantile(0.5, &b, &a);
@@ -357,6 +431,17 @@ fn main() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let fabric = if std::env::var_os("JOINGUARD_BENCH_LOOPBACK").is_some() {
+        Fabric::Loopback
+    } else {
+        Fabric::Lab(
+            netlab::Lab::builder()
+                .hosts(["mon", "tgt"])
+                .build()
+                .expect("a netlab lab for the monitor and its targets (run as root, or set JOINGUARD_BENCH_LOOPBACK=1)"),
+        )
+    };
+    eprintln!("monitor_scale: targets on {}", fabric.name());
     let mut rows = Vec::new();
     // JOINGUARD_BENCH_TARGETS=10000 runs the rows of that size only.
     let only: Option<usize> = std::env::var("JOINGUARD_BENCH_TARGETS")
@@ -368,7 +453,7 @@ fn main() {
         .filter(|(_, (n, _))| only.is_none_or(|o| o == *n))
     {
         eprintln!("monitor_scale: {n} targets, {holes} blackholed ...");
-        let r = run(&rt, dir.path(), scenario, n, holes, measure);
+        let r = run(&rt, &fabric, dir.path(), scenario, n, holes, measure);
         eprintln!(
             "  cpu {:.1}% rss {:.1} MB lag p99 {:.2} ms",
             r.cpu_pct_one_core, r.peak_rss_mb, r.lag_p99_ms
@@ -407,6 +492,7 @@ fn main() {
         "probe_timeout_ms": 900,
         "measure_s": measure.as_secs(),
         "quick": quick,
+        "fabric": fabric.name(),
         "rows": rows,
     });
     // A partial run never replaces the whole table docs/benchmarks.md is rendered from.
