@@ -493,6 +493,11 @@ fn main() {
         "measure_s": measure.as_secs(),
         "quick": quick,
         "fabric": fabric.name(),
+        "date": Command::new("date")
+            .args(["-u", "+%Y-%m-%dT%H:%MZ"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default(),
         "rows": rows,
     });
     // A partial run never replaces the whole table docs/benchmarks.md is rendered from.
