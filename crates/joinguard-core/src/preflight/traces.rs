@@ -117,6 +117,15 @@ impl Early {
             return;
         };
         let target = series.target.endpoint.clone();
+        // Beside `stream finished ... at_ms=` (`-vv`): when the trace began, and with how much
+        // of --timeout left.
+        tracing::debug!(
+            %target,
+            checks = %names(&failing),
+            cycles,
+            left_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX),
+            "trace started beside the running streams"
+        );
         notes.note(&format!(
             "[preflight] Tracing the path to {target} ({}) with TCP SYNs, {cycles} cycles \
              (about {:.1}s), beside the checks still running",
