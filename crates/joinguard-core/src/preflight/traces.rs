@@ -63,6 +63,24 @@ struct Running {
     task: tokio::task::JoinHandle<Traced>,
 }
 
+impl Running {
+    /// Starts tracing `host` with TCP SYNs to `port` (the port of `target`).
+    fn start(
+        target: String,
+        host: String,
+        port: u16,
+        checks: Vec<CheckName>,
+        (cycles, budget): (u32, Duration),
+    ) -> Running {
+        Running {
+            target,
+            task: tokio::spawn(run_trace(host.clone(), port, cycles, budget)),
+            host,
+            checks,
+        }
+    }
+}
+
 impl Drop for Running {
     // A trace nobody will read stops: its SYNs would only load the path.
     fn drop(&mut self) {
@@ -132,12 +150,13 @@ impl Early {
             names(&failing),
             (INTERVAL * cycles).as_secs_f64()
         ));
-        self.started.0.push(Running {
+        self.started.0.push(Running::start(
             target,
-            task: tokio::spawn(run_trace(host.clone(), port, cycles, budget)),
             host,
-            checks: failing,
-        });
+            port,
+            failing,
+            (cycles, budget),
+        ));
     }
 
     /// The traced checks one stream fails when judged alone. Only a stream that decides its
@@ -302,12 +321,7 @@ pub async fn attach(
                     (INTERVAL * cycles).as_secs_f64()
                 ));
                 for (target, host, port, checks) in late.into_iter().cloned() {
-                    running.push(Running {
-                        target,
-                        task: tokio::spawn(run_trace(host.clone(), port, cycles, budget)),
-                        host,
-                        checks,
-                    });
+                    running.push(Running::start(target, host, port, checks, (cycles, budget)));
                 }
             }
         }
