@@ -71,13 +71,25 @@ impl Checker {
         error_consequence: &str,
         warn_consequence: &str,
     ) -> CheckResult {
-        let head = format!("{} ({})", describe(&s.target), s.probe.as_str());
+        let head = || format!("{} ({})", describe(&s.target), s.probe.as_str());
         let Some(l) = &s.latency else {
-            return unreachable(name, s, &head);
+            return unreachable(name, s, &head());
         };
         let value = figure.value(l);
+        let band = latency_band(l, figure, t.warn, t.error);
+        if band == Band::Ok && !self.ok_messages {
+            return CheckResult {
+                name,
+                target: s.target.endpoint.clone(),
+                status: Status::Ok,
+                message: String::new(),
+                measured: Some(value),
+                threshold: Some(t.warn),
+            };
+        }
+        let head = head();
         let what = describe_figure(figure, l, s.samples);
-        let (status, message, threshold) = match latency_band(l, figure, t.warn, t.error) {
+        let (status, message, threshold) = match band {
             Band::Error => (
                 Status::Error,
                 format!(

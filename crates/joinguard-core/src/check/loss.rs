@@ -13,6 +13,19 @@ impl Checker {
         let t = &self.thresholds.packet_loss;
         let est = s.loss();
         let pct = est.ratio() * 100.0;
+        let band = self
+            .sampling
+            .loss_band(&est, t.warn / 100.0, t.error / 100.0);
+        if band == Band::Ok && !self.ok_messages {
+            return CheckResult {
+                name: CheckName::PacketLoss,
+                target: s.target.endpoint.clone(),
+                status: Status::Ok,
+                message: String::new(),
+                measured: Some(pct),
+                threshold: Some(t.warn),
+            };
+        }
         let head = format!(
             "{} ({}): loss {pct:.1}% ({} of {} probes)",
             describe(&s.target),
@@ -20,9 +33,6 @@ impl Checker {
             est.lost,
             est.attempts
         );
-        let band = self
-            .sampling
-            .loss_band(&est, t.warn / 100.0, t.error / 100.0);
         let (status, message, threshold) = match band {
             Band::Error => (
                 Status::Error,

@@ -289,6 +289,61 @@ fn packet_loss_bands() {
     assert!(r.message.contains("too few probes"), "{}", r.message);
 }
 
+/// The monitor's checker leaves the sentence of a passing latency or loss check out (it shows
+/// failing checks only, and formatting 20,000 passing sentences a second was a third of its
+/// evaluation); status, figure and limit stay, and a failing check keeps its whole message.
+#[test]
+fn a_terse_checker_leaves_out_only_the_passing_sentences() {
+    let slow: Vec<f64> = (0..30).map(|i| 300.0 + f64::from(i)).collect();
+    let sums = vec![
+        summary(
+            TargetKind::EtcdPeer,
+            "198.18.0.2:2380",
+            ProbeKind::EtcdPeerProbe,
+            &[20.0; 30],
+            0,
+        ),
+        summary(
+            TargetKind::EtcdPeer,
+            "198.18.0.3:2380",
+            ProbeKind::EtcdPeerProbe,
+            &slow,
+            0,
+        ),
+        summary(
+            TargetKind::EtcdClient,
+            "198.18.0.4:2379",
+            ProbeKind::IcmpEcho,
+            &[20.0; 100],
+            100,
+        ),
+    ];
+    let full = Checker::default().evaluate_summaries(&sums);
+    let terse = Checker::default().terse().evaluate_summaries(&sums);
+    assert_eq!(full.len(), terse.len());
+    let mut passing = 0;
+    for (f, t) in full.iter().zip(&terse) {
+        assert_eq!(
+            (f.name, &f.target, f.status, f.measured, f.threshold),
+            (t.name, &t.target, t.status, t.measured, t.threshold)
+        );
+        if f.status == Status::Ok {
+            passing += 1;
+            assert!(f.message.contains("is within"), "{}", f.message);
+            assert_eq!(t.message, "");
+        } else {
+            assert_eq!(f.message, t.message);
+        }
+    }
+    assert!(passing >= 2, "{full:#?}");
+    assert!(
+        terse
+            .iter()
+            .any(|r| r.status == Status::Error && r.message.contains("exceeds")),
+        "{terse:#?}"
+    );
+}
+
 /// A 20 ms path: 60 peer samples and 60 Status samples, `delayed` of each waiting for a 200 ms
 /// RTO; 400 echoes to the member's host, `echo_lost` of them lost.
 fn lossy_member(delayed: usize, echo_lost: usize) -> Vec<CheckResult> {

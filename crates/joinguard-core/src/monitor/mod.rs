@@ -69,6 +69,9 @@ pub struct Shared {
     /// Bumped whenever the probed set changes, so the path MTU loop's once-a-second look for
     /// new hosts costs nothing while it stays the same.
     targets_generation: std::sync::atomic::AtomicU64,
+    /// The evaluation's map of endpoint to target name, and the `targets_generation` it was
+    /// built at: rebuilt only when the probed set changes.
+    endpoint_names: Mutex<(Option<u64>, HashMap<String, String>)>,
     /// `/metrics` bodies, rendered at most once a second.
     exposition: serve::ExpositionCache,
     /// The cluster's TLS material (etcd client, peer, API), replaced when the etcd client
@@ -79,6 +82,31 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Nothing probed yet, no verdict.
+    fn new(
+        config: MonitorConfig,
+        checker: Checker,
+        etcd_identity: bool,
+        recorder: Recorder,
+        cluster_tls: ClusterTls,
+    ) -> Shared {
+        Shared {
+            checker,
+            etcd_identity,
+            metrics: Metrics::with_build(config.build.clone()),
+            recorder,
+            verdict: RwLock::new(Verdict::default()),
+            running: Mutex::new(BTreeMap::new()),
+            path_mtu: Mutex::new(PathMtuState::default()),
+            targets_generation: Default::default(),
+            endpoint_names: Mutex::new((None, HashMap::new())),
+            exposition: serve::ExpositionCache::new(serve::EXPOSITION_MAX_AGE),
+            cluster_tls: RwLock::new(cluster_tls),
+            tls_generation: Default::default(),
+            config,
+        }
+    }
+
     /// The cluster TLS material now.
     fn cluster_tls(&self) -> ClusterTls {
         self.cluster_tls
@@ -297,20 +325,14 @@ pub async fn start(
     })?;
     let addr = listener.local_addr().unwrap_or(listen);
 
-    let shared = Arc::new(Shared {
-        checker: Checker::new(thresholds, ignore),
-        etcd_identity,
-        metrics: Metrics::with_build(config.build.clone()),
-        recorder,
-        verdict: RwLock::new(Verdict::default()),
-        running: Mutex::new(BTreeMap::new()),
-        path_mtu: Mutex::new(PathMtuState::default()),
-        targets_generation: Default::default(),
-        exposition: serve::ExpositionCache::new(serve::EXPOSITION_MAX_AGE),
-        cluster_tls: RwLock::new(cluster_tls.clone()),
-        tls_generation: Default::default(),
+    let shared = Arc::new(Shared::new(
         config,
-    });
+        // Only failing checks' messages are shown (the verdict, /readyz).
+        Checker::new(thresholds, ignore).terse(),
+        etcd_identity,
+        recorder,
+        cluster_tls.clone(),
+    ));
     apply_targets(&shared, planned);
 
     let mut tasks = Vec::new();
@@ -438,18 +460,35 @@ async fn evaluate_loop(shared: Arc<Shared>) {
     }
 }
 
-/// One evaluation: the preflight checks over the sliding windows.
+/// One evaluation: the preflight checks over the sliding windows. Never inlined: once a
+/// second, and a profiler or callgrind's `--toggle-collect` can then find it by name.
+#[inline(never)]
 pub(crate) fn evaluate(shared: &Shared) {
     let mut summaries = Vec::new();
     let mut members = Vec::new();
-    let mut name_of: HashMap<String, String> = HashMap::new();
+    let mut names = shared
+        .endpoint_names
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let mut etcd_clients = false;
     {
         let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
+        // Read under the `running` lock, which `apply_targets` holds while it bumps it.
+        let generation = shared
+            .targets_generation
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let (built_at, name_of) = &mut *names;
+        let rebuild = *built_at != Some(generation);
+        if rebuild {
+            name_of.clear();
+            *built_at = Some(generation);
+        }
         for (name, r) in running.iter() {
             let mut guard = r.state.lock().unwrap_or_else(|e| e.into_inner());
             let st = &mut *guard;
-            name_of.insert(r.target.endpoint.clone(), name.clone());
+            if rebuild {
+                name_of.insert(r.target.endpoint.clone(), name.clone());
+            }
             etcd_clients |= r.target.kind == TargetKind::EtcdClient;
             for (probe, window) in st.windows.iter_mut() {
                 if !window.is_empty() {
@@ -473,13 +512,14 @@ pub(crate) fn evaluate(shared: &Shared) {
     }
     checks.extend(path_mtu_checks(shared));
     let checks = checker.finish(checks);
+    let name_of = &names.1;
     let name = |endpoint: &str| {
         name_of
             .get(endpoint)
             .cloned()
             .unwrap_or_else(|| endpoint.to_string())
     };
-    shared.metrics.set_checks(&checks, &name);
+    shared.metrics.set_checks(&checks, name_of);
     let errors: Vec<String> = checks
         .iter()
         .filter(|c| c.status == Status::Error)
@@ -1002,6 +1042,80 @@ mod tests {
             subject: "CN=kube-apiserver-etcd-client".into(),
         };
         assert_eq!(renew_in(&year, t0), Duration::from_secs(86400));
+    }
+
+    /// Not a check but a measurement (docs/monitor.md, "What one evaluation costs"): one
+    /// evaluation of 10,000 TCP targets with full windows, one in ten of them timing out, as
+    /// `monitor_scale`'s blackholed row. Run it alone, under callgrind for an instruction
+    /// count that does not drift with the host:
+    /// `cargo test -p joinguard-core --release --lib evaluation_of_10000_targets -- --ignored
+    /// --nocapture`.
+    #[tokio::test]
+    #[ignore = "a measurement, run by hand"]
+    #[allow(clippy::print_stdout)]
+    async fn evaluation_of_10000_targets() {
+        const N: usize = 10_000;
+        const ROUNDS: usize = 5;
+        let mut yaml = String::from("pathMtuInterval: 0s\ntargets:\n");
+        for i in 0..N {
+            yaml.push_str(&format!(
+                "  - {{name: t{i}, kind: etcd-peer, endpoint: 198.18.{}.{}:2380}}\n",
+                i / 250,
+                i % 250 + 1
+            ));
+        }
+        let config = MonitorConfig::parse(&yaml, "monitor.yaml", &|_| None).unwrap();
+        let window = config.window;
+        let shared = Shared::new(
+            config,
+            Checker::new(Default::default(), Default::default()).terse(),
+            true,
+            Recorder::new(),
+            ClusterTls::default(),
+        );
+        {
+            let mut running = shared.running.lock().unwrap();
+            for (i, s) in shared.config.targets.iter().enumerate() {
+                let mut st = TargetState::new(s.target.clone(), window);
+                for k in 0..window {
+                    let result = if i % 10 == 0 {
+                        Err(crate::probe::ProbeFailure::Timeout(1000))
+                    } else {
+                        Ok(Duration::from_micros(
+                            900 + (k as u64 * 37 + i as u64) % 300,
+                        ))
+                    };
+                    st.push(
+                        crate::probe::ProbeKind::TcpConnect,
+                        crate::probe::Sample { result },
+                    );
+                }
+                running.insert(
+                    s.name.clone(),
+                    Running {
+                        target: s.target.clone(),
+                        how_kinds: vec![crate::probe::ProbeKind::TcpConnect],
+                        state: Arc::new(Mutex::new(st)),
+                        task: tokio::spawn(async {}),
+                    },
+                );
+            }
+        }
+        let mut took = Vec::new();
+        for _ in 0..ROUNDS {
+            let t = std::time::Instant::now();
+            evaluate(&shared);
+            took.push(t.elapsed());
+        }
+        let v = shared.verdict.read().unwrap();
+        // Each blackholed target fails two checks: unreachable (latency) and its loss.
+        assert_eq!(v.errors.len(), 2 * N / 10, "{:?}", v.errors.get(..2));
+        took.sort();
+        println!(
+            "evaluation of {N} targets: median {:?} of {ROUNDS} rounds (min {:?})",
+            took[ROUNDS / 2],
+            took[0]
+        );
     }
 
     fn member(i: u64) -> MemberInfo {

@@ -69,7 +69,7 @@ impl TargetState {
         }
     }
 
-    fn push(&mut self, probe: ProbeKind, sample: Sample) {
+    pub(crate) fn push(&mut self, probe: ProbeKind, sample: Sample) {
         let w = self.windows.entry(probe).or_default();
         if w.len() == self.window {
             w.pop_front();
