@@ -611,10 +611,21 @@ fn rate_limited_catch_up(
                 std::thread::sleep(Duration::from_millis(100));
             }
             // promote can finish between two reads (a snapshot applied moves the index from 0 to
-            // the leader's at once): one read after it, at the watcher's 100 ms resolution.
-            let (ready, seen) = read();
-            if ready {
-                return Some(added.elapsed());
+            // the leader's at once), or just before the watcher sees 90%: etcd judges the
+            // learner's raft Match index as the leader tracks it, and the committed index the
+            // learner's metrics show trails it by the entries in flight (a paired run on
+            // 2026-12-06 saw 195 of 217, 89.9%, when etcd accepted the promotion). So the
+            // watcher reads on for up to 3 s after promote returns; the promoted member keeps
+            // receiving entries, and `ready_at` may then fall just after `returned`.
+            let until = Instant::now() + Duration::from_secs(3);
+            let mut seen = None;
+            while Instant::now() < until {
+                let (ready, now) = read();
+                if ready {
+                    return Some(added.elapsed());
+                }
+                seen = Some(now);
+                std::thread::sleep(Duration::from_millis(100));
             }
             eprintln!("watcher: last leader, learner committed: {last:?}, then {seen:?}");
             None

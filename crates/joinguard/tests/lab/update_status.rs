@@ -476,6 +476,9 @@ labtest!(
             })
             .collect();
         let mut conflicts = 0;
+        // The update's time from its start to its last attempt, against the write budget (40 s):
+        // the margin this test has on a loaded machine (docs/testing.md).
+        let mut slowest_ms = 0;
         for (node, cmd, child) in children {
             let run = run_of(
                 &cmd,
@@ -483,10 +486,13 @@ labtest!(
                 Duration::ZERO,
             );
             assert_eq!(run.code, 0, "{node}: {run}");
-            conflicts += attempts_of(&run.json(), "kube-system/kubeadm-config update")
+            let v = run.json();
+            let attempts = attempts_of(&v, "kube-system/kubeadm-config update");
+            conflicts += attempts.iter().filter(|a| a["class"] == "conflict").count();
+            slowest_ms = attempts
                 .iter()
-                .filter(|a| a["class"] == "conflict")
-                .count();
+                .filter_map(|a| a["elapsedMs"].as_u64())
+                .fold(slowest_ms, u64::max);
         }
         let eps = env.api_endpoints();
         for i in 1..22 {
@@ -501,7 +507,10 @@ labtest!(
             after["data"]["ClusterConfiguration"],
             before["data"]["ClusterConfiguration"]
         );
-        eprintln!("20 concurrent joiners: {conflicts} conflicts resolved by re-reading");
+        eprintln!(
+            "20 concurrent joiners: {conflicts} conflicts resolved by re-reading; margin: the \
+             slowest kubeadm-config update took {slowest_ms} ms of its 40000 ms write budget"
+        );
     }
 );
 
