@@ -236,6 +236,7 @@ labtest!(
             .set_link(fx.joiner(), m3, Impairment::blackout());
         let run = fx.preflight(&["--timeout", "8s"]);
         assert_eq!(run.code, 1, "{run}");
+        eprintln!("margin: --timeout 8s took {:?}, against 9 s", run.took);
         assert!(run.took < Duration::from_secs(9), "took {:?}", run.took);
         let dark = m3.addr().to_string();
         assert!(
@@ -327,6 +328,10 @@ labtest!(
             fx.preflight(&["--wait", "30s", "--timeout", "5s"])
         });
         assert_eq!(run.code, 0, "{run}");
+        eprintln!(
+            "margin: the first unfit check, against the path's recovery at 4 s: {:?}",
+            run.stderr.lines().find(|l| l.contains("not fit"))
+        );
         assert!(
             run.stderr.contains("not fit"),
             "progress is shown while waiting: {run}"
@@ -338,6 +343,10 @@ labtest!(
             Impairment::delay(Duration::from_millis(150)),
         );
         let run = fx.preflight(&["--wait", "5s", "--timeout", "3s"]);
+        eprintln!(
+            "margin: --wait 5s --timeout 3s took {:?}, against 9 s",
+            run.took
+        );
         assert_eq!(run.code, 1, "{run}");
         assert!(
             run.took < Duration::from_secs(9),

@@ -81,6 +81,7 @@ labtest!(
         let api = format!("{}:6443", spare.addr());
         let run = env.run(["preflight", &api, "--timeout", "4s"]);
         assert_not_fit(&run);
+        eprintln!("margin: --timeout 4s took {:?}, against 5 s", run.took);
         assert!(
             run.took < Duration::from_secs(5),
             "--timeout 4s took {:?}",

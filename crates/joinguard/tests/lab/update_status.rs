@@ -446,6 +446,7 @@ labtest!(
             .add(FaultRule::always(FaultKind::Unavailable).method(Method::PUT));
         let run = env.update_status("cp-2", &["--timeout", "6s"]);
         assert_eq!(run.code, 1, "{run}");
+        eprintln!("margin: a 6 s budget took {:?}, against 7 s", run.took);
         assert!(
             run.took < Duration::from_secs(7),
             "6 s budget, took {:?}",
