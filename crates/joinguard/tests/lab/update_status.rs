@@ -269,6 +269,18 @@ labtest!(
                 .filter(|a| a["class"] == "transient")
                 .count();
             assert!(failed >= 1, "the blackout must have cost attempts: {run}");
+            // Where the attempts fell (the figure below depends on it more than on load).
+            for a in v["attempts"].as_array().unwrap() {
+                eprintln!(
+                    "  {} #{} {} at {} ms, next in {} ms: {}",
+                    a["op"],
+                    a["attempt"],
+                    a["class"],
+                    a["elapsedMs"],
+                    a["delayBeforeNextMs"],
+                    a["error"]
+                );
+            }
             assert!(
             after_restore < Duration::from_secs(2),
             "{blackout:?} blackout: completed {after_restore:?} after the link came back: {run}"
