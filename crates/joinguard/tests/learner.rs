@@ -601,33 +601,29 @@ fn rate_limited_catch_up(
                 let ready = matches!((&l, &m), (Ok(l), Ok(m)) if *l > 0.0 && *m >= l * 0.9);
                 (ready, (l, m))
             };
-            let mut last = None;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            // Every 100 ms while promote runs, and on for up to 3 s after it returns: promote
+            // can finish between two reads (a snapshot applied moves the index from 0 to the
+            // leader's at once), or just before the watcher sees 90%: etcd judges the learner's
+            // raft Match index as the leader tracks it, and the committed index the learner's
+            // metrics show trails it by the entries in flight (a paired run on 2026-12-06 saw
+            // 195 of 217, 89.9%, when etcd accepted the promotion). The promoted member keeps
+            // receiving entries, and `ready_at` may then fall just after `returned`.
+            let mut until = None;
+            let last = loop {
                 let (ready, seen) = read();
                 if ready {
                     return Some(added.elapsed());
                 }
-                last = Some(seen);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            // promote can finish between two reads (a snapshot applied moves the index from 0 to
-            // the leader's at once), or just before the watcher sees 90%: etcd judges the
-            // learner's raft Match index as the leader tracks it, and the committed index the
-            // learner's metrics show trails it by the entries in flight (a paired run on
-            // 2026-12-06 saw 195 of 217, 89.9%, when etcd accepted the promotion). So the
-            // watcher reads on for up to 3 s after promote returns; the promoted member keeps
-            // receiving entries, and `ready_at` may then fall just after `returned`.
-            let until = Instant::now() + Duration::from_secs(3);
-            let mut seen = None;
-            while Instant::now() < until {
-                let (ready, now) = read();
-                if ready {
-                    return Some(added.elapsed());
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let until =
+                        *until.get_or_insert_with(|| Instant::now() + Duration::from_secs(3));
+                    if Instant::now() >= until {
+                        break seen;
+                    }
                 }
-                seen = Some(now);
                 std::thread::sleep(Duration::from_millis(100));
-            }
-            eprintln!("watcher: last leader, learner committed: {last:?}, then {seen:?}");
+            };
+            eprintln!("watcher: last leader, learner committed: {last:?}");
             None
         });
         let out = f

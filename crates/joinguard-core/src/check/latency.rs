@@ -76,24 +76,14 @@ impl Checker {
             return unreachable(name, s, &head());
         };
         let value = figure.value(l);
-        let band = latency_band(l, figure, t.warn, t.error);
-        if band == Band::Ok && !self.ok_messages {
-            return CheckResult {
-                name,
-                target: s.target.endpoint.clone(),
-                status: Status::Ok,
-                message: String::new(),
-                measured: Some(value),
-                threshold: Some(t.warn),
-            };
-        }
-        let head = head();
-        let what = describe_figure(figure, l, s.samples);
-        let (status, message, threshold) = match band {
+        let what = || describe_figure(figure, l, s.samples);
+        let (status, message, threshold) = match latency_band(l, figure, t.warn, t.error) {
             Band::Error => (
                 Status::Error,
                 format!(
-                    "{head}: {what} exceeds {} ({}); {error_consequence}",
+                    "{}: {} exceeds {} ({}); {error_consequence}",
+                    head(),
+                    what(),
                     fmt_ms(t.error),
                     t.error_basis
                 ),
@@ -102,16 +92,21 @@ impl Checker {
             Band::Warning => (
                 Status::Warning,
                 format!(
-                    "{head}: {what} exceeds {} ({}); {warn_consequence}",
+                    "{}: {} exceeds {} ({}); {warn_consequence}",
+                    head(),
+                    what(),
                     fmt_ms(t.warn),
                     t.warn_basis
                 ),
                 t.warn,
             ),
+            Band::Ok if !self.ok_messages => (Status::Ok, String::new(), t.warn),
             Band::Ok => (
                 Status::Ok,
                 format!(
-                    "{head}: {what} is within {} ({})",
+                    "{}: {} is within {} ({})",
+                    head(),
+                    what(),
                     fmt_ms(t.warn),
                     t.warn_basis
                 ),

@@ -16,29 +16,23 @@ impl Checker {
         let band = self
             .sampling
             .loss_band(&est, t.warn / 100.0, t.error / 100.0);
-        if band == Band::Ok && !self.ok_messages {
-            return CheckResult {
-                name: CheckName::PacketLoss,
-                target: s.target.endpoint.clone(),
-                status: Status::Ok,
-                message: String::new(),
-                measured: Some(pct),
-                threshold: Some(t.warn),
-            };
-        }
-        let head = format!(
-            "{} ({}): loss {pct:.1}% ({} of {} probes)",
-            describe(&s.target),
-            s.probe.as_str(),
-            est.lost,
-            est.attempts
-        );
+        // Formatted only for a message that is kept (see `Checker::terse`).
+        let head = || {
+            format!(
+                "{} ({}): loss {pct:.1}% ({} of {} probes)",
+                describe(&s.target),
+                s.probe.as_str(),
+                est.lost,
+                est.attempts
+            )
+        };
         let (status, message, threshold) = match band {
             Band::Error => (
                 Status::Error,
                 format!(
-                    "{head} exceeds {}% ({}); raft messages and the join's API calls would stall \
+                    "{} exceeds {}% ({}); raft messages and the join's API calls would stall \
                      on retransmissions. Fix the path",
+                    head(),
                     fmt_num(t.error),
                     t.error_basis
                 ),
@@ -47,8 +41,9 @@ impl Checker {
             Band::Warning if pct > t.error => (
                 Status::Warning,
                 format!(
-                    "{head} is above {}% ({}), but too few probes to be sure; check the path \
+                    "{} is above {}% ({}), but too few probes to be sure; check the path \
                      and run again",
+                    head(),
                     fmt_num(t.error),
                     t.error_basis
                 ),
@@ -57,16 +52,23 @@ impl Checker {
             Band::Warning => (
                 Status::Warning,
                 format!(
-                    "{head} exceeds {}% ({}); the join can proceed, but expect retransmission \
+                    "{} exceeds {}% ({}); the join can proceed, but expect retransmission \
                      delays",
+                    head(),
                     fmt_num(t.warn),
                     t.warn_basis
                 ),
                 t.warn,
             ),
+            Band::Ok if !self.ok_messages => (Status::Ok, String::new(), t.warn),
             Band::Ok => (
                 Status::Ok,
-                format!("{head} is within {}% ({})", fmt_num(t.warn), t.warn_basis),
+                format!(
+                    "{} is within {}% ({})",
+                    head(),
+                    fmt_num(t.warn),
+                    t.warn_basis
+                ),
                 t.warn,
             ),
         };

@@ -171,7 +171,6 @@ pub struct Metrics {
     tcp_mss: Family<TargetLabels, Gauge>,
     identity_expiry: Gauge,
     identity_renewals: Counter,
-    /// The check series set last time, to remove those that are gone.
     /// The check gauges set last round, by check and target name: set again through the
     /// handle each round, without building label strings for 20,000 series a second.
     check_gauges: Mutex<HashMap<CheckName, HashMap<String, Gauge>>>,
