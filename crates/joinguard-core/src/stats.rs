@@ -161,7 +161,7 @@ impl Latency {
 /// they are sorted as integers; anything else takes `total_cmp`. Equal values are identical bit
 /// patterns, so the unstable sort gives the same slice. The monitor sorts two windows per target
 /// each second; this halves their cost (docs/monitor.md).
-pub(crate) fn sort_total(v: &mut [f64]) {
+fn sort_total(v: &mut [f64]) {
     if v.iter().all(|x| x.is_sign_positive()) {
         v.sort_unstable_by_key(|x| x.to_bits());
     } else {
@@ -298,45 +298,37 @@ mod tests {
     use super::*;
     use crate::target::TargetKind;
 
-    /// The integer sort gives exactly `total_cmp`'s order, bit for bit, for RTT-like values and
-    /// for any others (negative, -0.0, NaN, infinities).
-    #[test]
-    fn sort_total_is_total_cmp() {
-        let specials = [
-            0.0,
-            -0.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            -f64::NAN,
-            1e-300,
-        ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        for round in 0..2000 {
-            let n = usize::try_from(next() % 40).unwrap();
-            let v: Vec<f64> = (0..n)
-                .map(|_| {
-                    let r = next();
-                    match r % 10 {
-                        // Repeats, as a window of equal RTTs has.
-                        0 => 1.5,
-                        1 if round % 2 == 0 => specials[usize::try_from(r % 7).unwrap()],
-                        _ => (r >> 11) as f64 / 1e12,
-                    }
-                })
-                .collect();
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// The integer sort gives exactly `total_cmp`'s order, bit for bit, for RTT-like values
+        /// (repeats included, as a steady window has) and for any others (negative, -0.0, NaN,
+        /// infinities), which take the fallback.
+        #[test]
+        fn sort_total_is_total_cmp(
+            v in proptest::collection::vec(
+                proptest::prop_oneof![
+                    8 => 0.0f64..5000.0,
+                    1 => proptest::strategy::Just(1.5f64),
+                    1 => proptest::sample::select(vec![
+                        0.0,
+                        -0.0,
+                        f64::INFINITY,
+                        f64::NEG_INFINITY,
+                        f64::NAN,
+                        -f64::NAN,
+                        1e-300,
+                        -3.0,
+                    ]),
+                ],
+                0..40,
+            )
+        ) {
             let mut want = v.clone();
             want.sort_by(f64::total_cmp);
             let mut got = v.clone();
             sort_total(&mut got);
             let bits = |xs: &[f64]| xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "{v:?}");
+            proptest::prop_assert_eq!(bits(&got), bits(&want), "{:?}", v);
         }
     }
 
