@@ -403,33 +403,64 @@ labtest!(preflight_no_false_verdicts, lab(1, 0), |fx| {
             "a spike {at} ms into the run failed it: {spike}"
         );
     }
-
-    // Twice the error threshold (effective RTT 133 ms against 1/4 of a 267 ms election
-    // timeout, 66.7 ms; etcd wants at least 5 heartbeats in it): an error every time.
-    net.set_link(
-        fx.joiner(),
-        m1,
-        Impairment::delay(Duration::from_micros(66_700)),
-    );
-    let mut misses = Vec::new();
-    for i in 0..30 {
-        let run = fx.preflight(&[
-            "--etcd-heartbeat-interval",
-            "50ms",
-            "--etcd-election-timeout",
-            "267ms",
-        ]);
-        if run.code != 1 || !run.stdout.contains("[ERROR EtcdPeerLatency]") {
-            misses.push(format!("run {i}: {run}"));
-        }
-    }
-    assert!(
-        misses.is_empty(),
-        "{} misses:\n{}",
-        misses.len(),
-        misses.join("\n")
-    );
 });
+
+// Twice the error threshold (effective RTT 133 ms against 1/4 of a 267 ms election timeout,
+// 66.7 ms; etcd wants at least 5 heartbeats in it): an error every time. This half of the
+// no-false-verdicts check shares the machine with other labs (`.config/nextest.toml`): load can
+// only lengthen what the runs measure, which moves them further past the threshold; each run's
+// duration and the first run's error line are printed, against `RUN_TIMEOUT`.
+labtest!(
+    preflight_twice_the_error_threshold_is_an_error_every_time,
+    lab(1, 0),
+    |fx| {
+        let m1 = fx.lab().host("m1");
+        let net = fx.lab().net();
+        net.set_link(
+            fx.joiner(),
+            m1,
+            Impairment::delay(Duration::from_micros(66_700)),
+        );
+        let mut misses = Vec::new();
+        let mut took = Vec::new();
+        for i in 0..30 {
+            let start = Instant::now();
+            let run = fx.preflight(&[
+                "--etcd-heartbeat-interval",
+                "50ms",
+                "--etcd-election-timeout",
+                "267ms",
+            ]);
+            took.push(start.elapsed());
+            if i == 0 {
+                if let Some(line) = run
+                    .stdout
+                    .lines()
+                    .find(|l| l.contains("[ERROR EtcdPeerLatency]"))
+                {
+                    eprintln!("first run: {line}");
+                }
+            }
+            if run.code != 1 || !run.stdout.contains("[ERROR EtcdPeerLatency]") {
+                misses.push(format!("run {i}: {run}"));
+            }
+        }
+        took.sort();
+        eprintln!(
+            "30 runs took {:.2}-{:.2} s (median {:.2} s), against RUN_TIMEOUT {} s",
+            took[0].as_secs_f64(),
+            took[29].as_secs_f64(),
+            took[15].as_secs_f64(),
+            RUN_TIMEOUT.as_secs()
+        );
+        assert!(
+            misses.is_empty(),
+            "{} misses:\n{}",
+            misses.len(),
+            misses.join("\n")
+        );
+    }
+);
 
 labtest!(
     etcd_preflight_untrusted_ca_is_a_trust_failure,
