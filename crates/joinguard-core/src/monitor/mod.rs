@@ -471,10 +471,11 @@ pub(crate) fn evaluate(shared: &Shared) {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let mut etcd_clients = false;
+    let generation;
     {
         let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
         // Read under the `running` lock, which `apply_targets` holds while it bumps it.
-        let generation = shared
+        generation = shared
             .targets_generation
             .load(std::sync::atomic::Ordering::Relaxed);
         let (built_at, name_of) = &mut *names;
@@ -519,7 +520,7 @@ pub(crate) fn evaluate(shared: &Shared) {
             .cloned()
             .unwrap_or_else(|| endpoint.to_string())
     };
-    shared.metrics.set_checks(&checks, name_of);
+    shared.metrics.set_checks(&checks, name_of, generation);
     let errors: Vec<String> = checks
         .iter()
         .filter(|c| c.status == Status::Error)
