@@ -26,13 +26,30 @@ pub(crate) const RET_K: u16 = 0x06; // return k (bytes kept; 0 drops)
 /// Keeps at most this much of an accepted packet: all of it.
 pub(crate) const ACCEPT: u32 = 0xffff;
 
-/// Attaches `prog` to `sock`.
+/// Attaches `prog` to `sock`, then drops what the socket queued before: a raw socket receives
+/// from the moment it is created, so the packets that arrived before the filter (any ICMP the
+/// host got in that instant, another pinger's echoes on loopback) are still in its queue,
+/// unfiltered.
 pub(crate) fn attach(sock: &socket2::Socket, prog: &[Insn]) -> io::Result<()> {
     let filter: Vec<socket2::SockFilter> = prog
         .iter()
         .map(|&(code, jt, jf, k)| socket2::SockFilter::new(code, jt, jf, k))
         .collect();
-    sock.attach_filter(&filter)
+    sock.attach_filter(&filter)?;
+    drain_queued(sock);
+    Ok(())
+}
+
+/// Reads and drops what `sock` holds now, without waiting (at most `MAX_QUEUED` packets: once
+/// the filter is on, nothing that matches it arrives before the caller sends).
+fn drain_queued(sock: &socket2::Socket) {
+    const MAX_QUEUED: usize = 4096;
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 256];
+    for _ in 0..MAX_QUEUED {
+        if sock.recv_with_flags(&mut buf, libc::MSG_DONTWAIT).is_err() {
+            break;
+        }
+    }
 }
 
 /// An echo reply (type 0) from `dst` with identifier `ident`; everything else dropped.

@@ -429,6 +429,34 @@ mod tests {
         );
     }
 
+    /// A raw socket receives from the moment it exists: what it queued before its filter
+    /// (here another pinger's requests and replies on loopback) is dropped when the filter is
+    /// attached, so the filter's promise holds from the first read.
+    #[tokio::test]
+    async fn what_a_raw_socket_queued_before_its_filter_is_dropped() {
+        let lo = Ipv4Addr::LOCALHOST;
+        let sock = raw_socket().expect("tests run as root");
+        let mut other = Pinger::open(IpAddr::V4(lo)).expect("tests run as root");
+        other
+            .series(5, Duration::from_millis(1), Duration::from_millis(500))
+            .await;
+        let mut buf = [MaybeUninit::<u8>::uninit(); 1500];
+        let flags = libc::MSG_DONTWAIT;
+        assert!(
+            sock.recv_with_flags(&mut buf, flags | libc::MSG_PEEK)
+                .is_ok(),
+            "the unfiltered socket saw the other pinger's echoes"
+        );
+        let ident = other.ident.wrapping_add(1);
+        super::super::bpf::attach(&sock, &super::super::bpf::echo_reply(lo, ident)).unwrap();
+        let r = sock.recv_with_flags(&mut buf, flags);
+        assert_eq!(
+            r.map_err(|e| e.kind()),
+            Err(io::ErrorKind::WouldBlock),
+            "a packet queued before the filter was left in the socket"
+        );
+    }
+
     #[tokio::test]
     async fn pings_loopback() {
         let mut p = Pinger::open(IpAddr::V4(Ipv4Addr::LOCALHOST)).expect("tests run as root");
