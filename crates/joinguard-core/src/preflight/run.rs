@@ -465,7 +465,7 @@ pub async fn observe(
             }
         }
         let threads = spawn_icmp(clock, policy, &limits, new_hosts, &shared);
-        let icmp_streams = usize::from(!threads.is_empty());
+        let icmp_streams = usize::from(threads.is_some());
         counter.add(more.len() + icmp_streams);
         let more = more.into_iter().map(|f| counter.counted(f)).collect();
         futures_join_all(more).await;
@@ -519,13 +519,13 @@ pub async fn observe(
             &shared,
         )));
     }
-    // ICMP streams run on their own threads: their timestamps must not wait behind the TLS
+    // ICMP streams run on a thread of their own: their timestamps must not wait behind the TLS
     // and gRPC work of the other probes, which all share this task.
     let icmp = {
         let threads = spawn_icmp(clock, policy, &limits, hosts, &shared);
         let shared = &shared;
         let counter = &counter;
-        let streams = usize::from(!threads.is_empty());
+        let streams = usize::from(threads.is_some());
         counter.add(streams);
         async move {
             merge_icmp(threads, shared).await;
@@ -1214,43 +1214,52 @@ fn readyz_sample(r: &Result<http::HttpResponse, http::HttpFailure>) -> Sample {
     }
 }
 
-/// Starts one ICMP loss stream per host, each on its own thread: their timestamps must not wait
-/// behind the TLS and gRPC work of the other probes, which all share the sampler's task.
+/// Starts the ICMP loss streams of every host on one thread of their own: their send stamps
+/// must not wait behind the TLS and gRPC work of the other probes, which all share the
+/// sampler's task. One thread for all the hosts rather than one each: the trains' sends fall
+/// due on the same millisecond, so one wake-up serves every train, and the replies' RTTs end
+/// at the kernel's receive stamp whichever train reads them first.
 fn spawn_icmp(
     clock: Clock,
     policy: SamplingPolicy,
     limits: &Limits,
     hosts: BTreeMap<IpAddr, Target>,
     shared: &Shared,
-) -> Vec<std::thread::JoinHandle<Observations>> {
-    hosts
+) -> Option<std::thread::JoinHandle<Vec<Observations>>> {
+    if hosts.is_empty() {
+        return None;
+    }
+    let limits = limits.clone();
+    let streams: Vec<(IpAddr, Target, Shared)> = hosts
         .into_iter()
-        .map(|(ip, t)| {
-            let limits = limits.clone();
-            let local = shared.child();
-            std::thread::spawn(move || {
-                if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    rt.block_on(icmp_host(clock, &policy, &limits, ip, t, &local));
-                }
-                local.into_observations()
-            })
-        })
-        .collect()
+        .map(|(ip, t)| (ip, t, shared.child()))
+        .collect();
+    Some(std::thread::spawn(move || {
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            let trains: Vec<BoxFut<'_>> = streams
+                .iter()
+                .map(|(ip, t, local)| -> BoxFut<'_> {
+                    Box::pin(icmp_host(clock, &policy, &limits, *ip, t.clone(), local))
+                })
+                .collect();
+            rt.block_on(futures_join_all(trains));
+        }
+        streams
+            .into_iter()
+            .map(|(_, _, local)| local.into_observations())
+            .collect()
+    }))
 }
 
-/// Waits for the ICMP threads (off the async task) and adds what they saw.
-async fn merge_icmp(threads: Vec<std::thread::JoinHandle<Observations>>, shared: &Shared) {
-    let joined = tokio::task::spawn_blocking(move || {
-        threads
-            .into_iter()
-            .filter_map(|t| t.join().ok())
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap_or_default();
+/// Waits for the ICMP thread (off the async task) and adds what it saw.
+async fn merge_icmp(thread: Option<std::thread::JoinHandle<Vec<Observations>>>, shared: &Shared) {
+    let Some(thread) = thread else { return };
+    let joined = tokio::task::spawn_blocking(move || thread.join().unwrap_or_default())
+        .await
+        .unwrap_or_default();
     for o in joined {
         shared.absorb(o);
     }
