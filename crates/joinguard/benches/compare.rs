@@ -208,7 +208,8 @@ fn captured<T>(
     {
         assert!(
             t.elapsed() < Duration::from_secs(10) && tcpdump.is_running(),
-            "tcpdump did not start: {}",
+            "tcpdump did not start (scripts/bench installs it; a part run alone needs \
+             `apt-get install tcpdump`): {}",
             std::fs::read_to_string(&err).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(20));
