@@ -464,12 +464,12 @@ pub async fn observe(
                 }
             }
         }
-        let threads = spawn_icmp(clock, policy, &limits, new_hosts, &shared);
-        let icmp_streams = usize::from(threads.is_some());
+        let icmp_thread = spawn_icmp(clock, policy, &limits, new_hosts, &shared);
+        let icmp_streams = usize::from(icmp_thread.is_some());
         counter.add(more.len() + icmp_streams);
         let more = more.into_iter().map(|f| counter.counted(f)).collect();
         futures_join_all(more).await;
-        merge_icmp(threads, &shared).await;
+        merge_icmp(icmp_thread, &shared).await;
         if icmp_streams > 0 {
             counter.finished();
         }
@@ -522,13 +522,13 @@ pub async fn observe(
     // ICMP streams run on a thread of their own: their timestamps must not wait behind the TLS
     // and gRPC work of the other probes, which all share this task.
     let icmp = {
-        let threads = spawn_icmp(clock, policy, &limits, hosts, &shared);
+        let icmp_thread = spawn_icmp(clock, policy, &limits, hosts, &shared);
         let shared = &shared;
         let counter = &counter;
-        let streams = usize::from(threads.is_some());
+        let streams = usize::from(icmp_thread.is_some());
         counter.add(streams);
         async move {
-            merge_icmp(threads, shared).await;
+            merge_icmp(icmp_thread, shared).await;
             if streams > 0 {
                 counter.finished();
             }
@@ -1217,8 +1217,8 @@ fn readyz_sample(r: &Result<http::HttpResponse, http::HttpFailure>) -> Sample {
 /// Starts the ICMP loss streams of every host on one thread of their own: their send stamps
 /// must not wait behind the TLS and gRPC work of the other probes, which all share the
 /// sampler's task. One thread for all the hosts rather than one each: the trains' sends fall
-/// due on the same millisecond, so one wake-up serves every train, and the replies' RTTs end
-/// at the kernel's receive stamp whichever train reads them first.
+/// due on the same millisecond, so one wake-up serves every train. Each train keeps its own
+/// socket, and a reply's RTT ends at the kernel's receive stamp however late the thread reads it.
 fn spawn_icmp(
     clock: Clock,
     policy: SamplingPolicy,
