@@ -4,8 +4,10 @@
 //! ([`attach`]) and run by the tests on real packets ([`tests::run`]), so what it accepts is
 //! checked without a kernel.
 //!
-//! Only the instructions below are used. A raw IPv4 socket's packet starts at the IP header; a
-//! load past the packet's end makes the kernel drop it (the program returns 0).
+//! Only the instructions below are used. A raw IPv4 socket's packet starts at the IP header, a
+//! raw ICMPv6 socket's at the ICMPv6 header (the kernel has pulled the IPv6 header before the
+//! filter runs, net/ipv6/raw.c; iputils ping's IPv6 filter reads the identifier at offset 4);
+//! a load past the packet's end makes the kernel drop it (the program returns 0).
 
 use std::io;
 use std::net::Ipv4Addr;
@@ -16,6 +18,8 @@ pub(crate) type Insn = (u16, u8, u8, u32);
 
 // linux/bpf_common.h, linux/filter.h.
 pub(crate) const LD_W_ABS: u16 = 0x20; // A = P[k:4]
+pub(crate) const LD_H_ABS: u16 = 0x28; // A = P[k:2]
+pub(crate) const LD_B_ABS: u16 = 0x30; // A = P[k:1]
 pub(crate) const LD_W_IND: u16 = 0x40; // A = P[X+k:4]
 pub(crate) const LD_H_IND: u16 = 0x48; // A = P[X+k:2]
 pub(crate) const LD_B_IND: u16 = 0x50; // A = P[X+k:1]
@@ -64,6 +68,19 @@ pub(crate) fn echo_reply(dst: Ipv4Addr, ident: u16) -> [Insn; 9] {
         (JEQ_K, 0, 1, u32::from(ident)), // 6: not ours -> 8
         (RET_K, 0, 0, ACCEPT),           // 7: accept
         (RET_K, 0, 0, 0),                // 8: drop
+    ]
+}
+
+/// An ICMPv6 echo reply (type 129) with identifier `ident`; everything else dropped. The source
+/// is not in what the filter sees: the pinger's socket is connected to its destination.
+pub(crate) fn echo6_reply(ident: u16) -> [Insn; 6] {
+    [
+        (LD_B_ABS, 0, 0, 0),             // 0: ICMPv6 type
+        (JEQ_K, 0, 3, 129),              // 1: not an echo reply -> 5
+        (LD_H_ABS, 0, 0, 4),             // 2: identifier
+        (JEQ_K, 0, 1, u32::from(ident)), // 3: not ours -> 5
+        (RET_K, 0, 0, ACCEPT),           // 4: accept
+        (RET_K, 0, 0, 0),                // 5: drop
     ]
 }
 
@@ -121,10 +138,17 @@ pub(crate) mod tests {
             pc += 1;
             let k_at = k as usize;
             match code {
-                LD_W_ABS => match load(k_at, 4) {
-                    Some(v) => a = v,
-                    None => return 0,
-                },
+                LD_W_ABS | LD_H_ABS | LD_B_ABS => {
+                    let n = match code {
+                        LD_W_ABS => 4,
+                        LD_H_ABS => 2,
+                        _ => 1,
+                    };
+                    match load(k_at, n) {
+                        Some(v) => a = v,
+                        None => return 0,
+                    }
+                }
                 LD_W_IND | LD_H_IND | LD_B_IND => {
                     let n = match code {
                         LD_W_IND => 4,
@@ -202,6 +226,21 @@ pub(crate) mod tests {
             0,
             "truncated"
         );
+    }
+
+    /// ICMPv6, as a raw ICMPv6 socket's filter sees it: from the ICMPv6 header.
+    #[test]
+    fn the_icmpv6_pinger_keeps_only_its_own_echo_replies() {
+        let prog = echo6_reply(0x1234);
+        let echo = |kind: u8, ident: u16| {
+            let id = ident.to_be_bytes();
+            icmp(kind, 0, [id[0], id[1], 0, 1], b"joinguard")
+        };
+        assert_eq!(run(&prog, &echo(129, 0x1234)), ACCEPT);
+        assert_eq!(run(&prog, &echo(129, 0x4321)), 0, "another ident");
+        assert_eq!(run(&prog, &echo(128, 0x1234)), 0, "a request (loopback)");
+        assert_eq!(run(&prog, &echo(1, 0x1234)), 0, "destination unreachable");
+        assert_eq!(run(&prog, &echo(129, 0x1234)[..5]), 0, "truncated");
     }
 
     #[test]
