@@ -171,9 +171,15 @@ impl Member {
     pub fn host(&self) -> &Host {
         &self.host
     }
-    /// The host's address.
+    /// The host's IPv4 address (panics in an IPv6-only lab; [`Member::ip`] is the address
+    /// etcd uses).
     pub fn addr(&self) -> Ipv4Addr {
         self.host.addr()
+    }
+    /// The address etcd listens on and advertises: the host's IPv4 address, or its IPv6 address
+    /// in an IPv6-only lab.
+    pub fn ip(&self) -> IpAddr {
+        self.host.ip()
     }
     /// `https://IP:2379`.
     pub fn client_url(&self) -> &str {
@@ -189,7 +195,7 @@ impl Member {
     }
     /// The metrics listener as a socket address.
     pub fn metrics_addr(&self) -> SocketAddr {
-        SocketAddr::new(IpAddr::V4(self.addr()), METRICS_PORT)
+        SocketAddr::new(self.ip(), METRICS_PORT)
     }
     /// Whether it is a learner.
     pub fn is_learner(&self) -> bool {
@@ -343,13 +349,13 @@ impl EtcdCluster {
     }
 
     pub(crate) fn plan_member(&self, host: &Host, learner: bool) -> Member {
-        let ip = host.addr();
+        let ip = host.ip();
         Member {
             name: host.name().to_string(),
             host: host.clone(),
-            client_url: format!("https://{ip}:{CLIENT_PORT}"),
-            peer_url: format!("https://{ip}:{PEER_PORT}"),
-            metrics_url: format!("http://{ip}:{METRICS_PORT}"),
+            client_url: format!("https://{}", crate::authority(ip, CLIENT_PORT)),
+            peer_url: format!("https://{}", crate::authority(ip, PEER_PORT)),
+            metrics_url: format!("http://{}", crate::authority(ip, METRICS_PORT)),
             learner,
             dir: self.dir.join(host.name()),
         }
@@ -360,7 +366,7 @@ impl EtcdCluster {
     /// 127.0.0.1, ::1), in `<member dir>/pki/etcd/`, next to the shared files kubeadm has on every
     /// control-plane node.
     pub(crate) fn issue_member_certs(&self, m: &Member) -> Result<(), Error> {
-        let ip = IpAddr::V4(m.addr());
+        let ip = m.ip();
         let pki_dir = m.dir.join("pki");
         self.pki.write_shared(&pki_dir)?;
         let etcd_dir = pki_dir.join("etcd");
@@ -374,7 +380,14 @@ impl EtcdCluster {
     fn args(&self, i: usize, restart: bool) -> Vec<String> {
         let m = &self.members[i];
         let slot = &self.slots[i];
-        let ip = m.addr();
+        let ip = m.ip();
+        // kubeadm listens on the advertise address and the loopback of its family
+        // (cmd/kubeadm/app/phases/etcd/local.go, `getEtcdCommand`: "::1" for an IPv6 one).
+        let lo = if ip.is_ipv6() {
+            IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
+        } else {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        };
         let d = |f: &str| m.dir.join(f).display().to_string();
         let state = if restart {
             "existing"
@@ -385,7 +398,9 @@ impl EtcdCluster {
             format!("--name={}", m.name),
             format!("--data-dir={}", d("data")),
             format!(
-                "--listen-client-urls=https://{ip}:{CLIENT_PORT},https://127.0.0.1:{CLIENT_PORT}"
+                "--listen-client-urls=https://{},https://{}",
+                crate::authority(ip, CLIENT_PORT),
+                crate::authority(lo, CLIENT_PORT)
             ),
             format!("--advertise-client-urls={}", m.client_url),
             format!("--listen-peer-urls={}", m.peer_url),
@@ -594,7 +609,7 @@ impl EtcdCluster {
     fn check_index(&self, i: usize) -> Result<String, Error> {
         self.members
             .get(i)
-            .map(|m| format!("{} ({})", m.name, m.addr()))
+            .map(|m| format!("{} ({})", m.name, m.ip()))
             .ok_or_else(|| {
                 Error::Invalid(format!(
                     "etcd member index {i} out of range (cluster has {})",

@@ -1,5 +1,5 @@
-//! The network: one forwarder thread that holds a TUN device in every host and moves IPv4
-//! packets between them, applying each direction's [`Impairment`].
+//! The network: one forwarder thread that holds a TUN device in every host and moves IPv4 and
+//! IPv6 packets between them, applying each direction's [`Impairment`] to both families alike.
 //!
 //! Why a userspace forwarder: the kernel here has no netem, and a TCP proxy would complete the
 //! handshake locally and hide connect latency. Packets are real IP packets, so TCP handshakes,
@@ -21,7 +21,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +35,7 @@ use serde::Serialize;
 use crate::host::Host;
 use crate::impair::{Impairment, LossState};
 
-/// Largest IPv4 packet we read from a TUN device (its MTU is 1500).
+/// Largest packet we read from a TUN device (its MTU is 1500).
 const MAX_PACKET: usize = 65_536;
 /// Packets read from one device per loop turn, so one busy host cannot starve the others.
 const READ_BURST: usize = 64;
@@ -81,7 +81,8 @@ struct Direction {
 
 struct Shared {
     names: Vec<String>,
-    addrs: Vec<Ipv4Addr>,
+    /// Each host's IPv4 address, and its IPv6 address in an IPv6 or dual-stack lab.
+    addrs: Vec<(Ipv4Addr, Option<Ipv6Addr>)>,
     /// `next[from * n + dst]`: the host a packet read from `from` for `dst` is delivered to, when
     /// a route says so; `None` delivers it to `dst` directly. Fixed when the lab is built.
     next: Vec<Option<usize>>,
@@ -142,7 +143,7 @@ impl Network {
     pub(crate) fn start(
         devices: Vec<tun::Device>,
         names: Vec<String>,
-        addrs: Vec<Ipv4Addr>,
+        addrs: Vec<(Ipv4Addr, Option<Ipv6Addr>)>,
         next: Vec<Option<usize>>,
         seed: u64,
     ) -> Result<Network, crate::Error> {
@@ -357,9 +358,14 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                     Err(_) => break, // EAGAIN: drained.
                 };
                 let pkt = &mut buf[..len];
-                let Some(dst) = route(&sh.addrs, pkt) else {
-                    sh.unroutable.fetch_add(1, Ordering::Relaxed);
-                    continue;
+                let dst = match route(&sh.addrs, pkt) {
+                    Route::Host(dst) => dst,
+                    // IPv6 multicast (a host's MLD reports): no lab host listens to it.
+                    Route::Multicast => continue,
+                    Route::Unroutable => {
+                        sh.unroutable.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                 };
                 // The next hop toward `dst`, which is `dst` itself unless a route says otherwise.
                 let dst = sh.next[src * n + dst].unwrap_or(dst);
@@ -382,8 +388,7 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                     Err(answer) => {
                         stats.dropped_mtu.fetch_add(1, Ordering::Relaxed);
                         // The next hop answers at once, as a router on the link would.
-                        if let Some(reply) = answer.and_then(|m| frag_needed(pkt, sh.addrs[dst], m))
-                        {
+                        if let Some(reply) = answer.and_then(|m| too_big(pkt, sh.addrs[dst], m)) {
                             let _ = devices[src].send(&reply);
                         }
                         continue;
@@ -408,14 +413,16 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
     }
 }
 
-/// Lowers the MSS option of an IPv4 TCP SYN (or SYN-ACK) to `mss` and recomputes the TCP
-/// checksum, as `iptables -j TCPMSS --set-mss` does; other packets, and SYNs whose MSS is
-/// already no larger, are left alone. Returns whether it changed the packet.
+/// Lowers the MSS option of a TCP SYN (or SYN-ACK) over IPv4 or IPv6 to `mss` and recomputes
+/// the TCP checksum, as `iptables -j TCPMSS --set-mss` does; other packets, IPv6 packets with
+/// extension headers before TCP, and SYNs whose MSS is already no larger, are left alone.
+/// Returns whether it changed the packet.
 fn clamp_mss(pkt: &mut [u8], mss: u16) -> bool {
-    if pkt.len() < 20 || pkt[0] >> 4 != 4 || pkt[9] != 6 {
-        return false;
-    }
-    let ihl = usize::from(pkt[0] & 0x0f) * 4;
+    let (ihl, addrs) = match pkt.first().map(|b| b >> 4) {
+        Some(4) if pkt.len() >= 20 && pkt[9] == 6 => (usize::from(pkt[0] & 0x0f) * 4, 12..20),
+        Some(6) if pkt.len() >= 40 && pkt[6] == 6 => (40, 8..40),
+        _ => return false,
+    };
     if ihl < 20 || pkt.len() < ihl + 20 || pkt[ihl + 13] & 0x02 == 0 {
         return false;
     }
@@ -448,18 +455,72 @@ fn clamp_mss(pkt: &mut [u8], mss: u16) -> bool {
         return false;
     }
     pkt[at..at + 2].copy_from_slice(&mss.to_be_bytes());
-    // The TCP checksum covers a pseudo header (RFC 793): recomputed whole.
+    // The TCP checksum covers a pseudo header (RFC 793, RFC 8200 8.1): recomputed whole.
     pkt[ihl + 16] = 0;
     pkt[ihl + 17] = 0;
     let seg_len = pkt.len() - ihl;
-    let mut pseudo = Vec::with_capacity(12 + seg_len);
-    pseudo.extend_from_slice(&pkt[12..20]);
-    pseudo.extend_from_slice(&[0, 6]);
-    pseudo.extend_from_slice(&u16::try_from(seg_len).unwrap_or(u16::MAX).to_be_bytes());
+    let mut pseudo = Vec::with_capacity(40 + seg_len);
+    pseudo.extend_from_slice(&pkt[addrs.clone()]);
+    if addrs.len() == 8 {
+        pseudo.extend_from_slice(&[0, 6]);
+        pseudo.extend_from_slice(&u16::try_from(seg_len).unwrap_or(u16::MAX).to_be_bytes());
+    } else {
+        pseudo.extend_from_slice(&u32::try_from(seg_len).unwrap_or(u32::MAX).to_be_bytes());
+        pseudo.extend_from_slice(&[0, 0, 0, 6]);
+    }
     pseudo.extend_from_slice(&pkt[ihl..]);
     let c = inet_checksum(&pseudo).to_be_bytes();
     pkt[ihl + 16..ihl + 18].copy_from_slice(&c);
     true
+}
+
+/// The answer a router gives to a packet too long for a link of `mtu` bytes: ICMP
+/// "fragmentation needed" for IPv4, ICMPv6 Packet Too Big for IPv6, from the next hop's address
+/// of the packet's family.
+fn too_big(pkt: &[u8], router: (Ipv4Addr, Option<Ipv6Addr>), mtu: usize) -> Option<Vec<u8>> {
+    match pkt.first()? >> 4 {
+        4 => frag_needed(pkt, router.0, mtu),
+        6 => packet_too_big(pkt, router.1?, mtu),
+        _ => None,
+    }
+}
+
+/// ICMPv6 Packet Too Big (type 2, code 0, RFC 4443 3.2) from `router` for an IPv6 packet too
+/// long for a link of `mtu` bytes: the MTU, then as much of the packet as fits in 1,280 bytes
+/// (RFC 4443 2.4 (c)). IPv6 routers never fragment, so every such packet is answered, but none
+/// that is itself an ICMPv6 error (RFC 4443 2.4 (e)) or comes from the unspecified or a
+/// multicast address.
+fn packet_too_big(pkt: &[u8], router: Ipv6Addr, mtu: usize) -> Option<Vec<u8>> {
+    if pkt.len() < 40 || pkt[0] >> 4 != 6 {
+        return None;
+    }
+    if pkt[6] == 58 && pkt.get(40).is_some_and(|t| *t < 128) {
+        return None;
+    }
+    let src: [u8; 16] = pkt[8..24].try_into().ok()?;
+    let src_ip = Ipv6Addr::from(src);
+    if src_ip.is_unspecified() || src_ip.is_multicast() {
+        return None;
+    }
+    let quote = &pkt[..pkt.len().min(1280 - 40 - 8)];
+    let mut icmp = vec![2, 0, 0, 0];
+    icmp.extend_from_slice(&u32::try_from(mtu).unwrap_or(u32::MAX).to_be_bytes());
+    icmp.extend_from_slice(quote);
+    let len = u16::try_from(icmp.len()).ok()?;
+    let mut pseudo = Vec::with_capacity(40 + icmp.len());
+    pseudo.extend_from_slice(&router.octets());
+    pseudo.extend_from_slice(&src);
+    pseudo.extend_from_slice(&u32::from(len).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    pseudo.extend_from_slice(&icmp);
+    let c = inet_checksum(&pseudo).to_be_bytes();
+    icmp[2..4].copy_from_slice(&c);
+    let l = len.to_be_bytes();
+    let mut ip = vec![0x60, 0, 0, 0, l[0], l[1], 58, 64];
+    ip.extend_from_slice(&router.octets());
+    ip.extend_from_slice(&src);
+    ip.extend_from_slice(&icmp);
+    Some(ip)
 }
 
 /// ICMP "fragmentation needed and DF set" (type 3, code 4, RFC 792 with RFC 1191's next-hop MTU)
@@ -507,13 +568,34 @@ fn inet_checksum(bytes: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// The destination host of an IPv4 packet, by its destination address.
-fn route(addrs: &[Ipv4Addr], pkt: &[u8]) -> Option<usize> {
-    if pkt.len() < 20 || pkt[0] >> 4 != 4 {
-        return None;
-    }
-    let dst = Ipv4Addr::new(pkt[16], pkt[17], pkt[18], pkt[19]);
-    addrs.iter().position(|a| *a == dst)
+/// Where a packet read from a host goes.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    /// To the host at this index.
+    Host(usize),
+    /// An IPv6 multicast destination, which no lab host serves (dropped, not counted).
+    Multicast,
+    /// No host has the destination address, or the packet is not IP.
+    Unroutable,
+}
+
+/// The destination host of an IPv4 or IPv6 packet, by its destination address.
+fn route(addrs: &[(Ipv4Addr, Option<Ipv6Addr>)], pkt: &[u8]) -> Route {
+    let found = match pkt.first().map(|b| b >> 4) {
+        Some(4) if pkt.len() >= 20 => {
+            let dst = Ipv4Addr::new(pkt[16], pkt[17], pkt[18], pkt[19]);
+            addrs.iter().position(|(a, _)| *a == dst)
+        }
+        Some(6) if pkt.len() >= 40 => {
+            let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&pkt[24..40]).expect("16 bytes"));
+            if dst.is_multicast() {
+                return Route::Multicast;
+            }
+            addrs.iter().position(|(_, a)| *a == Some(dst))
+        }
+        _ => None,
+    };
+    found.map_or(Route::Unroutable, Route::Host)
 }
 
 /// Applies one direction's impairment to a packet of `len` bytes arriving at `now`: `None` to
@@ -605,6 +687,83 @@ mod tests {
         let mut udp = syn();
         udp[9] = 17;
         assert!(!clamp_mss(&mut udp, 1360));
+    }
+
+    /// The SYN of [`syn`] over IPv6: fd00:198:18::1 to fd00:198:18::3, checksum valid.
+    fn syn6() -> Vec<u8> {
+        let v4 = syn();
+        let tcp = &v4[20..];
+        let mut p = vec![0x60, 0, 0, 0, 0, tcp.len() as u8, 6, 64];
+        p.extend_from_slice(&crate::host_addr6(0).octets());
+        p.extend_from_slice(&crate::host_addr6(2).octets());
+        p.extend_from_slice(tcp);
+        p[40 + 16] = 0;
+        p[40 + 17] = 0;
+        let c = inet_checksum(&pseudo6(&p)).to_be_bytes();
+        p[56..58].copy_from_slice(&c);
+        p
+    }
+
+    fn pseudo6(p: &[u8]) -> Vec<u8> {
+        let mut pseudo = p[8..40].to_vec();
+        pseudo.extend_from_slice(&((p.len() - 40) as u32).to_be_bytes());
+        pseudo.extend_from_slice(&[0, 0, 0, p[6]]);
+        pseudo.extend_from_slice(&p[40..]);
+        pseudo
+    }
+
+    #[test]
+    fn mss_clamp_works_over_ipv6() {
+        let mut p = syn6();
+        assert_eq!(inet_checksum(&pseudo6(&p)), 0);
+        assert!(clamp_mss(&mut p, 1220));
+        assert_eq!(u16::from_be_bytes([p[62], p[63]]), 1220);
+        assert_eq!(inet_checksum(&pseudo6(&p)), 0, "checksum recomputed");
+        assert!(!clamp_mss(&mut p, 1400));
+    }
+
+    #[test]
+    fn packets_are_routed_by_either_family_and_multicast_is_set_aside() {
+        let addrs: Vec<_> = (0..3)
+            .map(|i| (crate::lab::host_addr(i), Some(crate::host_addr6(i))))
+            .collect();
+        assert_eq!(route(&addrs, &syn()), Route::Host(2));
+        assert_eq!(route(&addrs, &syn6()), Route::Host(2));
+        let mut mld = syn6();
+        mld[24] = 0xff;
+        mld[25] = 0x02;
+        assert_eq!(route(&addrs, &mld), Route::Multicast);
+        let mut elsewhere = syn6();
+        elsewhere[39] = 9;
+        assert_eq!(route(&addrs, &elsewhere), Route::Unroutable);
+        assert_eq!(route(&addrs, &[0x60; 20]), Route::Unroutable, "truncated");
+    }
+
+    #[test]
+    fn packet_too_big_quotes_the_packet_and_carries_the_mtu() {
+        let router = crate::host_addr6(2);
+        let mut pkt = syn6();
+        pkt.resize(1500, 0);
+        let r = packet_too_big(&pkt, router, 1400).expect("answered");
+        assert_eq!(r.len(), 1280, "at most the minimum MTU");
+        assert_eq!((r[0] >> 4, r[6]), (6, 58), "IPv6 carrying ICMPv6");
+        assert_eq!(&r[8..24], &router.octets(), "from the router");
+        assert_eq!(&r[24..40], &pkt[8..24], "to the sender");
+        assert_eq!((r[40], r[41]), (2, 0), "Packet Too Big");
+        assert_eq!(u32::from_be_bytes([r[44], r[45], r[46], r[47]]), 1400);
+        assert_eq!(&r[48..], &pkt[..1280 - 48], "the packet, cut to fit");
+        assert_eq!(usize::from(u16::from_be_bytes([r[4], r[5]])), 1240);
+        assert_eq!(inet_checksum(&pseudo6(&r)), 0, "ICMPv6 checksum verifies");
+        // Never an error about an ICMPv6 error; an echo request is answered.
+        let mut icmp = pkt.clone();
+        icmp[6] = 58;
+        icmp[40] = 1;
+        assert!(packet_too_big(&icmp, router, 1400).is_none());
+        icmp[40] = 128;
+        assert!(packet_too_big(&icmp, router, 1400).is_some());
+        // too_big answers by the packet's family.
+        let both = (Ipv4Addr::new(198, 18, 0, 3), Some(router));
+        assert_eq!(too_big(&pkt, both, 1400).map(|r| r[0] >> 4), Some(6));
     }
 
     #[test]

@@ -143,6 +143,7 @@ pub struct EnvBuilder {
     fixture_hook: Option<FixtureHook>,
     run_timeout: Duration,
     seed: Option<u64>,
+    family: crate::IpFamily,
 }
 
 impl fmt::Debug for EnvBuilder {
@@ -175,6 +176,7 @@ impl Default for EnvBuilder {
             fixture_hook: None,
             run_timeout: RUN_TIMEOUT,
             seed: None,
+            family: crate::IpFamily::V4,
         }
     }
 }
@@ -291,6 +293,12 @@ impl EnvBuilder {
         self
     }
 
+    /// The hosts' address families; etcd and the stand-in use IPv6 in an IPv6-only lab.
+    pub fn ip_family(mut self, family: crate::IpFamily) -> Self {
+        self.family = family;
+        self
+    }
+
     /// The host names, in lab order.
     fn host_names(&self) -> Vec<String> {
         let mut names = Vec::new();
@@ -323,7 +331,9 @@ impl EnvBuilder {
     pub fn build(self) -> Result<LabEnv, Error> {
         self.check()?;
         let started = Instant::now();
-        let mut lab = Lab::builder().hosts(self.host_names());
+        let mut lab = Lab::builder()
+            .hosts(self.host_names())
+            .ip_family(self.family);
         if let Some(seed) = self.seed {
             lab = lab.seed(seed);
         }
@@ -412,7 +422,7 @@ fn kubeadm_init(
         Layout::ClusterStatus => {
             opts.cluster_status = vec![ApiEndpoint {
                 node: "cp-1".into(),
-                address: lab.host("m1").addr(),
+                address: lab.host("m1").ip(),
                 port: crate::apiserver::DEFAULT_PORT,
             }];
         }
@@ -497,9 +507,14 @@ impl LabEnv {
         self.lab.host(&self.joiner)
     }
 
-    /// The joiner's address.
+    /// The joiner's IPv4 address (panics in an IPv6-only lab).
     pub fn joiner_addr(&self) -> Ipv4Addr {
         self.joiner().addr()
+    }
+
+    /// The joiner's address in the lab's first family.
+    pub fn joiner_ip(&self) -> std::net::IpAddr {
+        self.joiner().ip()
     }
 
     /// The etcd cluster; panics if the environment has none.

@@ -1,4 +1,5 @@
-//! Hosts: one network namespace each, with one address in 198.18.0.0/15.
+//! Hosts: one network namespace each, with an address in 198.18.0.0/15, one in
+//! fd00:198:18::/48, or both (the lab's [`crate::IpFamily`]).
 //!
 //! This module owns namespace creation and deletion, and running code inside a host: as a child
 //! process (`ip netns exec`), as an async tokio command, or as a closure on a thread that has
@@ -6,7 +7,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,17 +29,25 @@ pub struct Host {
 struct HostInner {
     name: String,
     netns: String,
-    addr: Ipv4Addr,
+    addr: Option<Ipv4Addr>,
+    addr6: Option<Ipv6Addr>,
     index: usize,
 }
 
 impl Host {
-    pub(crate) fn new(name: String, netns: String, addr: Ipv4Addr, index: usize) -> Self {
+    pub(crate) fn new(
+        name: String,
+        netns: String,
+        addr: Option<Ipv4Addr>,
+        addr6: Option<Ipv6Addr>,
+        index: usize,
+    ) -> Self {
         Host {
             inner: Arc::new(HostInner {
                 name,
                 netns,
                 addr,
+                addr6,
                 index,
             }),
         }
@@ -54,9 +63,36 @@ impl Host {
         &self.inner.netns
     }
 
-    /// The host's address on the lab network.
+    /// The host's IPv4 address on the lab network. Panics in an IPv6-only lab: a test that
+    /// asks for it there is a bug in the test ([`Host::ip`] is the family-neutral address).
     pub fn addr(&self) -> Ipv4Addr {
-        self.inner.addr
+        self.inner.addr.unwrap_or_else(|| {
+            panic!(
+                "host {} is in an IPv6-only lab: it has no IPv4 address (use Host::ip)",
+                self.inner.name
+            )
+        })
+    }
+
+    /// The host's IPv6 address on the lab network, in an IPv6 or dual-stack lab.
+    pub fn addr6(&self) -> Option<Ipv6Addr> {
+        self.inner.addr6
+    }
+
+    /// The address the lab's services use for this host: IPv4 unless the lab is IPv6 only.
+    pub fn ip(&self) -> IpAddr {
+        match (self.inner.addr, self.inner.addr6) {
+            (Some(v4), _) => IpAddr::V4(v4),
+            (None, Some(v6)) => IpAddr::V6(v6),
+            (None, None) => unreachable!("a host has at least one address"),
+        }
+    }
+
+    /// Every address of the host on the lab network (IPv4 first).
+    pub fn ips(&self) -> Vec<IpAddr> {
+        let v4 = self.inner.addr.map(IpAddr::V4);
+        let v6 = self.inner.addr6.map(IpAddr::V6);
+        v4.into_iter().chain(v6).collect()
     }
 
     /// Position of the host in the lab, as used by the forwarder.
@@ -203,14 +239,20 @@ impl Drop for HostProcess {
     }
 }
 
-/// Creates a namespace with loopback up and IPv6 off (the forwarder carries IPv4 only, and
-/// router solicitations would only be noise in its counters).
-pub(crate) fn create_netns(name: &str) -> Result<(), Error> {
+/// Creates a namespace with loopback up. Without `ipv6` IPv6 is switched off (an IPv4 lab's
+/// counters stay free of IPv6 noise); with it, IPv6 is switched on explicitly, whatever the
+/// host's defaults for new namespaces are.
+pub(crate) fn create_netns(name: &str, ipv6: bool) -> Result<(), Error> {
     ip(&["netns", "add", name])?;
     ip(&["-n", name, "link", "set", "lo", "up"])?;
+    let setting = if ipv6 {
+        "net.ipv6.conf.all.disable_ipv6=0"
+    } else {
+        "net.ipv6.conf.all.disable_ipv6=1"
+    };
     let _ = Command::new("ip")
         .args(["netns", "exec", name, "sysctl", "-q", "-w"])
-        .arg("net.ipv6.conf.all.disable_ipv6=1")
+        .arg(setting)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();

@@ -1,14 +1,16 @@
 //! Labs: a named set of hosts joined by one forwarder, with a temp dir, removed as a whole.
 //!
 //! This module owns the per-run prefix (`jg` + 4 hex digits), host addressing
-//! (198.18.0.1, .2, ... on 198.18.0.0/24, the benchmarking range of RFC 2544), and the order of
+//! (198.18.0.1, .2, ... on 198.18.0.0/24, the benchmarking range of RFC 2544; with IPv6,
+//! fd00:198:18::1, ::2, ... on fd00:198:18::/64, a unique-local prefix reserved for the lab), the
+//! address family of a lab ([`IpFamily`]), and the order of
 //! cleanup: forwarder first, then namespaces (which kills any process left in them), then the
 //! temp dir. Cleanup runs in Drop, so it also happens when a test panics.
 //!
 //! It also owns routes (multi-hop labs): the path table the forwarder follows, and the kernel
 //! settings that make a host a router.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use rand::Rng;
@@ -22,15 +24,59 @@ use crate::Error;
 pub const PREFIX: &str = "jg";
 /// The lab network: hosts get .1, .2, ... in builder order.
 pub const NETWORK: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 0);
+/// The lab's IPv6 network: hosts get ::1, ::2, ... in builder order (the same number as their
+/// IPv4 address), on a /64 of the unique-local prefix fd00:198:18::/48 (RFC 4193).
+pub const NETWORK6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x198, 0x18, 0, 0, 0, 0, 0);
 /// Hosts per lab. The /24 and the forwarder's NxN table both allow more; this keeps labs small.
 pub const MAX_HOSTS: usize = 32;
 /// Name of the TUN device inside each host.
 pub const LAB_IFACE: &str = "lab0";
 
+/// The address families of a lab's hosts, and the one its services use first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IpFamily {
+    /// IPv4 only (IPv6 is switched off in every host).
+    #[default]
+    V4,
+    /// IPv6 only: hosts have no IPv4 address on the lab network.
+    V6,
+    /// Both: every host has both addresses; services listen on both and advertise IPv4 first,
+    /// as a kubeadm node whose node IP lists IPv4 first.
+    Dual,
+}
+
+impl IpFamily {
+    /// Whether hosts have an IPv4 address.
+    pub fn has_v4(self) -> bool {
+        self != IpFamily::V6
+    }
+
+    /// Whether hosts have an IPv6 address.
+    pub fn has_v6(self) -> bool {
+        self != IpFamily::V4
+    }
+}
+
+impl std::str::FromStr for IpFamily {
+    type Err = Error;
+    /// `ipv4`, `ipv6` or `dual`, as `netlab up --ip-family` takes them.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "ipv4" => Ok(IpFamily::V4),
+            "ipv6" => Ok(IpFamily::V6),
+            "dual" => Ok(IpFamily::Dual),
+            other => Err(Error::Invalid(format!(
+                "ip family `{other}`: use ipv4, ipv6 or dual"
+            ))),
+        }
+    }
+}
+
 /// Describes a lab before it is built.
 #[derive(Debug, Default)]
 pub struct LabBuilder {
     hosts: Vec<String>,
+    family: IpFamily,
     prefix: Option<String>,
     seed: Option<u64>,
     routes: Vec<Vec<String>>,
@@ -76,6 +122,12 @@ impl LabBuilder {
     pub fn route<S: AsRef<str>>(mut self, path: &[S]) -> Self {
         self.routes
             .push(path.iter().map(|h| h.as_ref().to_string()).collect());
+        self
+    }
+
+    /// The hosts' address families (IPv4 only unless set).
+    pub fn ip_family(mut self, family: IpFamily) -> Self {
+        self.family = family;
         self
     }
 
@@ -132,19 +184,26 @@ impl LabBuilder {
         // From here on, `partial` owns what exists, so an error cleans up after itself.
         let mut partial = Lab {
             net: None,
+            family: IpFamily::V4,
             hosts: Vec::new(),
             prefix: prefix.clone(),
             dir: Some(dir),
         };
         let mut devices = Vec::new();
         let mut addrs = Vec::new();
+        let family = self.family;
         for (i, name) in self.hosts.iter().enumerate() {
             let netns = format!("{prefix}-{name}");
             let addr = host_addr(i);
-            host::create_netns(&netns)?;
-            partial
-                .hosts
-                .push(Host::new(name.clone(), netns.clone(), addr, i));
+            let addr6 = family.has_v6().then(|| host_addr6(i));
+            host::create_netns(&netns, family.has_v6())?;
+            partial.hosts.push(Host::new(
+                name.clone(),
+                netns.clone(),
+                family.has_v4().then_some(addr),
+                addr6,
+                i,
+            ));
             let tun_name = format!("{prefix}t{i}");
             let mut cfg = tun::Configuration::default();
             cfg.tun_name(&tun_name).layer(tun::Layer::L3).mtu(1500);
@@ -155,24 +214,52 @@ impl LabBuilder {
             host::ip(&[
                 "-n", &netns, "link", "set", "dev", &tun_name, "name", LAB_IFACE,
             ])?;
-            host::ip(&[
-                "-n",
-                &netns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                LAB_IFACE,
-            ])?;
+            if family.has_v4() {
+                host::ip(&[
+                    "-n",
+                    &netns,
+                    "addr",
+                    "add",
+                    &format!("{addr}/24"),
+                    "dev",
+                    LAB_IFACE,
+                ])?;
+            }
+            if let Some(a6) = addr6 {
+                // No link-local address (so no router solicitation or MLD report from one) and
+                // no duplicate address detection: the lab address is usable at once.
+                host::ip(&[
+                    "-n",
+                    &netns,
+                    "link",
+                    "set",
+                    "dev",
+                    LAB_IFACE,
+                    "addrgenmode",
+                    "none",
+                ])?;
+                host::ip(&[
+                    "-n",
+                    &netns,
+                    "-6",
+                    "addr",
+                    "add",
+                    &format!("{a6}/64"),
+                    "dev",
+                    LAB_IFACE,
+                    "nodad",
+                ])?;
+            }
             host::ip(&["-n", &netns, "link", "set", "dev", LAB_IFACE, "up"])?;
             devices.push(dev);
-            addrs.push(addr);
+            addrs.push((addr, addr6));
         }
         for &i in &routers {
-            make_router(partial.hosts[i].netns())?;
+            make_router(partial.hosts[i].netns(), family)?;
         }
         let names = self.hosts.clone();
         let seed = self.seed.unwrap_or_else(|| rand::rng().random());
+        partial.family = family;
         partial.net = Some(Network::start(devices, names, addrs, next, seed)?);
         tracing::info!(prefix = %prefix, hosts = ?self.hosts, routes = ?self.routes, "lab up");
         Ok(partial)
@@ -183,6 +270,7 @@ impl LabBuilder {
 #[derive(Debug)]
 pub struct Lab {
     net: Option<Network>,
+    family: IpFamily,
     hosts: Vec<Host>,
     prefix: String,
     dir: Option<tempfile::TempDir>,
@@ -214,6 +302,11 @@ impl Lab {
     /// Every host, in builder order.
     pub fn hosts(&self) -> &[Host] {
         &self.hosts
+    }
+
+    /// The hosts' address families.
+    pub fn ip_family(&self) -> IpFamily {
+        self.family
     }
 
     /// The forwarder, to change impairments and read counters.
@@ -309,9 +402,11 @@ fn path_table(hosts: &[String], routes: &[Vec<String>]) -> Result<Vec<Option<usi
     Ok(decided.into_iter().map(Option::flatten).collect())
 }
 
-/// Kernel settings of a router host (see [`LabBuilder::route`]).
-fn make_router(netns: &str) -> Result<(), Error> {
-    let settings = [
+/// Kernel settings of a router host (see [`LabBuilder::route`]). IPv6 has no redirects to send
+/// without a link-local address (lab hosts have none) and no reverse path filter; its Time
+/// Exceeded rate limit is `net.ipv6.icmp.ratelimit` (1 s by default, as IPv4's).
+fn make_router(netns: &str, family: IpFamily) -> Result<(), Error> {
+    let mut settings = vec![
         "net.ipv4.ip_forward=1",
         "net.ipv4.conf.all.send_redirects=0",
         "net.ipv4.conf.default.send_redirects=0",
@@ -320,15 +415,33 @@ fn make_router(netns: &str) -> Result<(), Error> {
         "net.ipv4.conf.lab0.rp_filter=0",
         "net.ipv4.icmp_ratelimit=0",
     ];
+    if family.has_v6() {
+        settings.extend([
+            "net.ipv6.conf.all.forwarding=1",
+            "net.ipv6.conf.lab0.forwarding=1",
+            "net.ipv6.icmp.ratelimit=0",
+        ]);
+    }
     let mut args = vec!["netns", "exec", netns, "sysctl", "-q", "-w"];
     args.extend(settings);
     host::ip(&args)
 }
 
-/// Address of the host at `index`.
+/// IPv4 address of the host at `index`.
 pub fn host_addr(index: usize) -> Ipv4Addr {
     let o = NETWORK.octets();
     Ipv4Addr::new(o[0], o[1], o[2], (index + 1) as u8)
+}
+
+/// IPv6 address of the host at `index`.
+pub fn host_addr6(index: usize) -> Ipv6Addr {
+    let s = NETWORK6.segments();
+    Ipv6Addr::new(s[0], s[1], s[2], 0, 0, 0, 0, (index + 1) as u16)
+}
+
+/// `ip` with `port` as a URL authority (`198.18.0.1:2379`, `[fd00:198:18::1]:2379`).
+pub fn authority(ip: IpAddr, port: u16) -> String {
+    std::net::SocketAddr::new(ip, port).to_string()
 }
 
 fn fresh_prefix() -> String {

@@ -34,7 +34,7 @@ pub mod sweep;
 pub use forwarder::{Network, PairStats};
 pub use host::{Host, HostProcess};
 pub use impair::{Impairment, Jitter, Loss, ParseImpairmentError};
-pub use lab::{Lab, LabBuilder};
+pub use lab::{authority, host_addr6, IpFamily, Lab, LabBuilder, NETWORK6};
 
 /// What can go wrong while building or running a lab.
 #[derive(Debug, thiserror::Error)]

@@ -51,7 +51,7 @@ pub fn ping(from: &Host, to: &Host, count: u32, interval: Duration) -> Result<Rt
         .arg(format!("{:.3}", interval.as_secs_f64()))
         .arg("-W")
         .arg("2")
-        .arg(to.addr().to_string())
+        .arg(to.ip().to_string())
         .output()
         .map_err(|e| Error::Prerequisite(format!("ping (apt-get install iputils-ping): {e}")))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -75,7 +75,7 @@ pub struct SinkListener {
 impl SinkListener {
     /// Binds `host:port` inside the host and starts accepting.
     pub fn start(host: &Host, port: u16) -> Result<SinkListener, Error> {
-        let addr = SocketAddr::from((host.addr(), port));
+        let addr = SocketAddr::new(host.ip(), port);
         let listener = host
             .run(|| TcpListener::bind(addr))?
             .map_err(|e| Error::Netns(format!("bind {addr}: {e}")))?;
@@ -135,7 +135,7 @@ pub fn udp_echo(
     count: u32,
     gap: Duration,
 ) -> Result<Rtt, Error> {
-    let addr = SocketAddr::from((to.addr(), port));
+    let addr = SocketAddr::new(to.ip(), port);
     let server = to
         .run(|| std::net::UdpSocket::bind(addr))?
         .map_err(|e| Error::Netns(format!("bind {addr}: {e}")))?;
@@ -153,7 +153,12 @@ pub fn udp_echo(
         }
     });
     let result = from.run(|| {
-        let sock = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+        let any: SocketAddr = if addr.is_ipv6() {
+            "[::]:0".parse().expect("literal")
+        } else {
+            "0.0.0.0:0".parse().expect("literal")
+        };
+        let sock = std::net::UdpSocket::bind(any).ok()?;
         sock.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
         let mut xs = Vec::new();
         let mut buf = [0u8; 64];

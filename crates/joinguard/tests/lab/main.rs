@@ -13,6 +13,7 @@ use netlab::harness::EnvBuilder;
 
 mod discovery;
 mod hostile;
+mod ipv6;
 mod join_oracle;
 mod kubeadm_join;
 mod monitor;

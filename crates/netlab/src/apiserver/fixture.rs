@@ -12,7 +12,7 @@
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -77,7 +77,7 @@ pub struct ApiEndpoint {
     /// The node name.
     pub node: String,
     /// `advertiseAddress`.
-    pub address: Ipv4Addr,
+    pub address: IpAddr,
     /// `bindPort`.
     pub port: u16,
 }
@@ -429,7 +429,13 @@ fn cluster_configuration(opts: &FixtureOptions<'_>, endpoint: &str) -> String {
         y += "caCertificateValidityPeriod: 87600h0m0s\ncertificateValidityPeriod: 8760h0m0s\n";
     }
     y += "certificatesDir: /etc/kubernetes/pki\nclusterName: kubernetes\n";
-    y += &format!("controlPlaneEndpoint: {endpoint}\n");
+    // sigs.k8s.io/yaml quotes a value that would read as a flow sequence (`[fd00::5]:6443`,
+    // kubernetes/kubeadm #3101).
+    if endpoint.starts_with('[') {
+        y += &format!("controlPlaneEndpoint: '{endpoint}'\n");
+    } else {
+        y += &format!("controlPlaneEndpoint: {endpoint}\n");
+    }
     y += "controllerManager: {}\ndns: {}\n";
     if v4 {
         y += &format!(

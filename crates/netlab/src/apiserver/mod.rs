@@ -253,7 +253,12 @@ impl ApiServer {
         cluster: &EtcdCluster,
         opts: ApiServerOptions,
     ) -> Result<ApiServer, Error> {
-        let addr = SocketAddr::new(IpAddr::V4(host.addr()), opts.port);
+        let addr = SocketAddr::new(host.ip(), opts.port);
+        let lo = if host.ip().is_ipv6() {
+            IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
+        } else {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        };
         let tls_err = |e: crate::Error| Error::Tls(e.to_string());
         let (ca, serving) = match opts.ca {
             Some(ca) => {
@@ -261,8 +266,8 @@ impl ApiServer {
                     .issue(&CertSpec::server(
                         "kube-apiserver",
                         &[
-                            IpAddr::V4(host.addr()),
-                            IpAddr::V4(Ipv4Addr::LOCALHOST),
+                            host.ip(),
+                            lo,
                             // The first address of kubeadm's default service subnet 10.96.0.0/12.
                             IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1)),
                         ],
@@ -280,7 +285,7 @@ impl ApiServer {
                 // kubeadm's `apiserver` certificate for this host, next to the cluster's PKI.
                 let pki = cluster.pki().clone();
                 let serving = pki
-                    .apiserver(host.name(), IpAddr::V4(host.addr()), None)
+                    .apiserver(host.name(), host.ip(), None)
                     .map_err(tls_err)?;
                 serving
                     .write(&cluster.pki_dir(), "apiserver")

@@ -143,6 +143,11 @@ struct UpArgs {
     /// impair another hop with `netlab impair <prefix> r1 r2 delay=30ms`.
     #[arg(long, default_value_t = 0, requires = "joiner", value_parser = clap::value_parser!(u8).range(0..=8))]
     routers: u8,
+    /// Address families of the hosts: `ipv4` (198.18.0.0/24), `ipv6` (fd00:198:18::/64 only:
+    /// etcd and the API stand-in listen and advertise on IPv6), or `dual` (both addresses on
+    /// every host; the services use IPv4, as a node whose node IP lists IPv4 first).
+    #[arg(long, default_value = "ipv4", value_parser = ["ipv4", "ipv6", "dual"])]
+    ip_family: String,
 }
 
 fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
@@ -235,7 +240,9 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         api,
         cluster_status,
         routers,
+        ip_family,
     } = args;
+    let family: netlab::IpFamily = ip_family.parse()?;
     if api && members == 0 {
         anyhow::bail!("--api stores its objects in etcd: give --members 1 or more");
     }
@@ -255,7 +262,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let behind: Vec<String> = names.iter().filter(|n| *n != "joiner").cloned().collect();
     let router_names: Vec<String> = (1..=routers).map(|i| format!("r{i}")).collect();
     names.extend(router_names.iter().cloned());
-    let mut b = Lab::builder().hosts(names.clone());
+    let mut b = Lab::builder().hosts(names.clone()).ip_family(family);
     if !router_names.is_empty() {
         for h in &behind {
             let mut path = vec!["joiner".to_string()];
@@ -309,12 +316,23 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let p = lab.prefix().to_string();
     out(format!("lab {p} is up ({} hosts)", lab.hosts().len()));
     out("");
-    out("HOST      ADDRESS       ENTER WITH");
-    for h in lab.hosts() {
+    let addresses: Vec<String> = lab
+        .hosts()
+        .iter()
+        .map(|h| {
+            h.ips()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let width = addresses.iter().map(String::len).max().unwrap_or(0).max(13);
+    out(format!("HOST      {:<width$} ENTER WITH", "ADDRESS"));
+    for (h, a) in lab.hosts().iter().zip(&addresses) {
         out(format!(
-            "{:<9} {:<13} ip netns exec {} bash",
+            "{:<9} {a:<width$} ip netns exec {} bash",
             h.name(),
-            h.addr(),
             h.netns()
         ));
     }
@@ -440,13 +458,16 @@ fn start_api(
         .hosts()
         .iter()
         .filter(|h| h.name().starts_with('m'))
-        .map(|h| (h.name().to_string(), format!("https://{}:2379", h.addr())))
+        .map(|h| {
+            let url = format!("https://{}", netlab::authority(h.ip(), 2379));
+            (h.name().to_string(), url)
+        })
         .collect();
     opts.certificate_key = Some(key.iter().map(|b| format!("{b:02x}")).collect());
     if cluster_status {
         opts.cluster_status = vec![fixture::ApiEndpoint {
             node: "cp-1".into(),
-            address: lab.host("m1").addr(),
+            address: lab.host("m1").ip(),
             port: netlab::apiserver::DEFAULT_PORT,
         }];
     } else if lab.try_host("joiner").is_some() {

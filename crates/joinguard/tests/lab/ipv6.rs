@@ -1,0 +1,125 @@
+//! IPv6-only control planes end to end: the lab's hosts have only fd00:198:18::/64 addresses,
+//! etcd listens and advertises on IPv6 (kubeadm's layout for an IPv6 advertise address: the
+//! member's address and ::1), the API stand-in serves on IPv6, and `joinguard preflight` runs
+//! from the join line as an operator would, with the same verdict as over IPv4.
+
+use std::time::Duration;
+
+use netlab::harness::{EnvBuilder, LabEnv, Layout, Run, CERT_KEY, TOKEN};
+use netlab::{labtest, Impairment, IpFamily};
+use serde_json::Value;
+
+/// api, joiner, m1..m3 on IPv6 only, etcd on the etcd pods (kubeadm >= 1.22), kubeadm-certs
+/// uploaded; 20 ms each way between the joiner and every member (40 ms RTT).
+fn lab6() -> EnvBuilder {
+    crate::lab()
+        .ip_family(IpFamily::V6)
+        .members(3)
+        .layout(Layout::EtcdPods)
+        .upload_certs()
+        .joiner_delay(Duration::from_millis(20))
+}
+
+/// `joinguard preflight <api> --token .. --discovery-token-ca-cert-hash .. --control-plane
+/// --certificate-key .. -o json`, from the joiner.
+fn preflight_join_line(env: &LabEnv) -> (Run, Value) {
+    let api = env.api().addr().to_string();
+    let run = env.run([
+        "preflight",
+        &api,
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        &env.fixture().ca_pin,
+        "--control-plane",
+        "--certificate-key",
+        CERT_KEY,
+        "-o",
+        "json",
+    ]);
+    let v = run.json();
+    (run, v)
+}
+
+fn measurement<'a>(v: &'a Value, target: &str, probe: &str) -> Option<&'a Value> {
+    v["measurements"]
+        .as_array()?
+        .iter()
+        .find(|m| m["target"] == target && m["probe"] == probe)
+}
+
+labtest!(
+    etcd_preflight_over_ipv6_is_fit_on_a_clean_path_and_names_a_slow_peer,
+    lab6(),
+    |env| {
+        let members: Vec<_> = env
+            .etcd()
+            .members()
+            .iter()
+            .map(|m| m.host().clone())
+            .collect();
+        for m in &members {
+            assert!(m.addr6().is_some() && m.ip().is_ipv6(), "{m:?}");
+        }
+        // The wire's truth from iputils ping over IPv6, right before the run.
+        let truth: Vec<f64> = members
+            .iter()
+            .map(|m| {
+                netlab::measure::ping(env.joiner(), m, 20, Duration::from_millis(5))
+                    .unwrap()
+                    .median_ms
+            })
+            .collect();
+        let (run, v) = preflight_join_line(&env);
+        crate::schema::assert_valid("preflight", &run);
+        assert_eq!(run.code, 0, "{run}");
+        assert_eq!(v["verdict"], "fit", "{run}");
+        for (m, truth) in members.iter().zip(truth) {
+            assert!((truth - 40.0).abs() < 2.0, "ping's truth {truth} ms");
+            let client = format!("[{}]:2379", m.addr6().unwrap());
+            let icmp = measurement(&v, &client, "icmp-echo")
+                .unwrap_or_else(|| panic!("no icmp-echo row for {client}: {run}"));
+            let p50 = icmp["p50Ms"].as_f64().unwrap();
+            println!("{client}: icmp-echo p50 {p50:.3} ms, ping {truth:.3} ms");
+            assert!(
+                (p50 - truth).abs() <= 0.5_f64.max(truth * 0.02),
+                "{client}: reported p50 {p50:.3} ms, fabric truth {truth:.3} ms"
+            );
+            assert_eq!(icmp["lost"], 0, "{icmp}");
+            assert!(measurement(&v, &client, "etcd-status").is_some(), "{run}");
+            let peer = format!("[{}]:2380", m.addr6().unwrap());
+            assert!(measurement(&v, &peer, "etcd-peer-probe").is_some(), "{run}");
+        }
+        assert!(
+            !run.stdout.contains("198.18.") && !run.stderr.contains("198.18."),
+            "an IPv4 address in an IPv6-only lab's report: {run}"
+        );
+
+        // 300 ms RTT to m2: past 1/4 of the 1 s election timeout, as over IPv4.
+        let m2 = env.lab().host("m2");
+        env.lab().net().set_link(
+            env.joiner(),
+            m2,
+            Impairment::delay(Duration::from_millis(150)),
+        );
+        let (run, v) = preflight_join_line(&env);
+        assert_eq!(run.code, 1, "{run}");
+        assert_eq!(v["verdict"], "unfit");
+        let slow_peer = format!("[{}]:2380", m2.addr6().unwrap());
+        let peer_checks: Vec<&Value> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"] == "EtcdPeerLatency")
+            .collect();
+        assert_eq!(peer_checks.len(), 3, "{run}");
+        for c in peer_checks {
+            let want = if c["target"] == slow_peer.as_str() {
+                "error"
+            } else {
+                "ok"
+            };
+            assert_eq!(c["status"], want, "{c}");
+        }
+    }
+);
