@@ -80,7 +80,7 @@ labtest!(
             let icmp = measurement(&v, &client, "icmp-echo")
                 .unwrap_or_else(|| panic!("no icmp-echo row for {client}: {run}"));
             let p50 = icmp["p50Ms"].as_f64().unwrap();
-            println!("{client}: icmp-echo p50 {p50:.3} ms, ping {truth:.3} ms");
+            eprintln!("{client}: icmp-echo p50 {p50:.3} ms, ping {truth:.3} ms");
             assert!(
                 (p50 - truth).abs() <= 0.5_f64.max(truth * 0.02),
                 "{client}: reported p50 {p50:.3} ms, fabric truth {truth:.3} ms"
