@@ -13,6 +13,11 @@ use crate::target::Target;
 const FIXES: &str = "set this node's interface MTU (and the members') to the path MTU, clamp \
                      the TCP MSS on the tunnel or VPN (iptables TCPMSS --clamp-mss-to-pmtu), or \
                      let ICMP type 3 code 4 (\"fragmentation needed\") through the firewalls";
+/// The same over IPv6, where routers never fragment and Packet Too Big is how a path says its
+/// MTU (RFC 4443 3.2; RFC 4890 says firewalls must not drop it).
+const FIXES6: &str = "set this node's interface MTU (and the members') to the path MTU, clamp \
+                      the TCP MSS on the tunnel or VPN (ip6tables TCPMSS --clamp-mss-to-pmtu), \
+                      or let ICMPv6 type 2 (\"Packet Too Big\") through the firewalls (RFC 4890)";
 
 impl Checker {
     /// One result per host: from the ICMP probe (`icmp`, per host) and the TCP exchange with a
@@ -48,7 +53,10 @@ impl Checker {
                 let target = i.map(|(t, _)| t).or(t.map(|(t, _)| t))?;
                 let head = format!("{} ({})", describe(target), target.host);
                 let by_icmp = match i.map(|(_, r)| r) {
-                    Some(Ok(p)) => judge(&head, p).map_or(Icmp::None, Icmp::Judged),
+                    Some(Ok(p)) => {
+                        let v6 = target.ip().is_some_and(|ip| ip.is_ipv6());
+                        judge(&head, p, v6).map_or(Icmp::None, Icmp::Judged)
+                    }
                     Some(Err(e)) => {
                         Icmp::NotMeasured(format!("{head}: path MTU not measured ({e})"))
                     }
@@ -176,7 +184,12 @@ fn combine(head: &str, host: &str, icmp: Icmp, tcp: Option<&FullSize>) -> Option
     })
 }
 
-fn judge(head: &str, p: &PathMtu) -> Option<(Status, String, Option<f64>)> {
+fn judge(head: &str, p: &PathMtu, v6: bool) -> Option<(Status, String, Option<f64>)> {
+    let (fixes, answer) = if v6 {
+        (FIXES6, "ICMPv6 \"Packet Too Big\"")
+    } else {
+        (FIXES, "ICMP \"fragmentation needed\"")
+    };
     let iface = p.interface_mtu;
     let ok = p.largest_ok?;
     if p.full_size_crosses() {
@@ -194,7 +207,7 @@ fn judge(head: &str, p: &PathMtu) -> Option<(Status, String, Option<f64>)> {
     };
     let reported = match (p.frag_needed, p.cached_mtu) {
         (Some((mtu, from)), _) => Some(format!(
-            "{from} answers larger packets with ICMP \"fragmentation needed\" (MTU {mtu})"
+            "{from} answers larger packets with {answer} (MTU {mtu})"
         )),
         (None, Some(cached)) => Some(format!(
             "the kernel already holds a path MTU of {cached} for this route (a router reported \
@@ -208,18 +221,18 @@ fn judge(head: &str, p: &PathMtu) -> Option<(Status, String, Option<f64>)> {
             format!(
                 "{head}: path MTU {ok} bytes, below the interface's {iface}; {how}, so TCP lowers \
                  its segment size and the join's large transfers still cross, a round trip later \
-                 each time a connection learns it. To avoid it: {FIXES}"
+                 each time a connection learns it. To avoid it: {fixes}"
             ),
             Some(f64::from(ok)),
         ),
         None => (
             Status::Error,
             format!(
-                "{head}: packets above {ok} bytes are dropped without \"fragmentation needed\" \
+                "{head}: packets above {ok} bytes are dropped without {answer} \
                  (largest answered {ok}{lost}; interface MTU {iface}): a path MTU blackhole. \
                  Small requests work, but full-size segments do not cross, so the learner's \
                  snapshot, large reads and the kubeadm-certs Secret stall (kubernetes/kubeadm \
-                 #1353). Fix: {FIXES}"
+                 #1353). Fix: {fixes}"
             ),
             Some(f64::from(ok)),
         ),
@@ -290,7 +303,7 @@ mod tests {
     #[test]
     fn a_reported_smaller_mtu_is_a_warning() {
         let mut p = found(Some(1400), Some((1401, 4)));
-        p.frag_needed = Some((1400, Ipv4Addr::new(198, 18, 0, 3)));
+        p.frag_needed = Some((1400, Ipv4Addr::new(198, 18, 0, 3).into()));
         let r = one(Ok(p));
         assert_eq!(r.status, Status::Warning, "{}", r.message);
         assert!(r.message.contains("path MTU 1400 bytes"), "{}", r.message);
@@ -391,7 +404,7 @@ mod tests {
         assert!(lost.message.contains("--size 1500"), "{}", lost.message);
         // A frag-needed warning keeps its word when TCP crosses.
         let mut p = found(Some(1400), Some((1401, 4)));
-        p.frag_needed = Some((1400, Ipv4Addr::new(198, 18, 0, 3)));
+        p.frag_needed = Some((1400, Ipv4Addr::new(198, 18, 0, 3).into()));
         let w = both(Some(Ok(p)), exchange(1348, true));
         assert_eq!(w.status, Status::Warning);
         assert!(w.message.contains("path MTU 1400 bytes"), "{}", w.message);

@@ -10,7 +10,7 @@
 //! a load past the packet's end makes the kernel drop it (the program returns 0).
 
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One instruction: opcode, jump-if-true, jump-if-false (both relative to the next
 /// instruction), constant.
@@ -81,6 +81,31 @@ pub(crate) fn echo6_reply(ident: u16) -> [Insn; 6] {
         (JEQ_K, 0, 1, u32::from(ident)), // 3: not ours -> 5
         (RET_K, 0, 0, ACCEPT),           // 4: accept
         (RET_K, 0, 0, 0),                // 5: drop
+    ]
+}
+
+/// What answers the IPv6 path MTU probe: an ICMPv6 echo reply with identifier `ident`, and a
+/// Packet Too Big whose quoted packet went to `target` (its destination address at bytes 32 to
+/// 47: 8 of ICMPv6 header, then the quoted IPv6 header's destination at 24).
+pub(crate) fn pmtu6(target: Ipv6Addr, ident: u16) -> [Insn; 15] {
+    let o = target.octets();
+    let w = |i: usize| u32::from_be_bytes([o[i], o[i + 1], o[i + 2], o[i + 3]]);
+    [
+        (LD_B_ABS, 0, 0, 0),              // 0: ICMPv6 type
+        (JEQ_K, 0, 2, 129),               // 1: not an echo reply -> 4
+        (LD_H_ABS, 0, 0, 4),              // 2: identifier
+        (JEQ_K, 9, 10, u32::from(ident)), // 3: ours -> 13, else -> 14
+        (JEQ_K, 0, 9, 2),                 // 4: not Packet Too Big -> 14
+        (LD_W_ABS, 0, 0, 32),             // 5: quoted destination, first word
+        (JEQ_K, 0, 7, w(0)),              // 6: -> 14
+        (LD_W_ABS, 0, 0, 36),             // 7
+        (JEQ_K, 0, 5, w(4)),              // 8: -> 14
+        (LD_W_ABS, 0, 0, 40),             // 9
+        (JEQ_K, 0, 3, w(8)),              // 10: -> 14
+        (LD_W_ABS, 0, 0, 44),             // 11
+        (JEQ_K, 0, 1, w(12)),             // 12: last word: -> 13, else -> 14
+        (RET_K, 0, 0, ACCEPT),            // 13: accept
+        (RET_K, 0, 0, 0),                 // 14: drop
     ]
 }
 
@@ -241,6 +266,36 @@ pub(crate) mod tests {
         assert_eq!(run(&prog, &echo(128, 0x1234)), 0, "a request (loopback)");
         assert_eq!(run(&prog, &echo(1, 0x1234)), 0, "destination unreachable");
         assert_eq!(run(&prog, &echo(129, 0x1234)[..5]), 0, "truncated");
+    }
+
+    #[test]
+    fn the_ipv6_path_mtu_probe_keeps_its_replies_and_packet_too_big_about_its_target() {
+        let target: Ipv6Addr = "fd00:198:18::3".parse().unwrap();
+        let prog = pmtu6(target, 0x1234);
+        let reply = |ident: u16| {
+            let id = ident.to_be_bytes();
+            icmp(129, 0, [id[0], id[1], 0, 1], b"joinguard")
+        };
+        let ptb = |to: Ipv6Addr| {
+            let mut quoted = vec![0x60, 0, 0, 0, 0x05, 0x50, 58, 64];
+            quoted.extend_from_slice(&[0xfd; 16]);
+            quoted.extend_from_slice(&to.octets());
+            quoted.extend_from_slice(&[128, 0, 0, 0, 0x12, 0x34, 0, 1]);
+            icmp(2, 0, [0, 0, 0x05, 0x78], &quoted)
+        };
+        assert_eq!(run(&prog, &reply(0x1234)), ACCEPT);
+        assert_eq!(run(&prog, &reply(0x4321)), 0, "another ident");
+        assert_eq!(run(&prog, &ptb(target)), ACCEPT, "packet too big");
+        let other: Ipv6Addr = "fd00:198:18::4".parse().unwrap();
+        assert_eq!(run(&prog, &ptb(other)), 0, "about another host");
+        let last = "fd00:198:18::2".parse().unwrap();
+        assert_eq!(run(&prog, &ptb(last)), 0, "the last word differs");
+        assert_eq!(run(&prog, &ptb(target)[..40]), 0, "truncated");
+        assert_eq!(
+            run(&prog, &icmp(1, 4, [0; 4], &[0; 48])),
+            0,
+            "destination unreachable"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Path MTU: the largest IPv4 packet that crosses to a host unfragmented, and whether a router
-//! says so ("fragmentation needed") or drops bigger packets silently (a PMTU blackhole).
+//! Path MTU: the largest IP packet that crosses to a host unfragmented, and whether a router
+//! says so (ICMP "fragmentation needed", ICMPv6 Packet Too Big) or drops bigger packets
+//! silently (a PMTU blackhole).
 //!
 //! Every other probe is small. A path whose MTU is below the interfaces' (an overlay, a VPN) and
 //! whose firewall eats ICMP passes them all, then stalls on the first full-size segment: the
@@ -10,6 +11,12 @@
 //! A "fragmentation needed" (ICMP type 3 code 4) about one of our echoes is recorded with the
 //! MTU it carries, from whichever router sent it.
 //!
+//! Over IPv6 the same probe sends ICMPv6 echoes with `IPV6_PMTUDISC_PROBE` (the device MTU, no
+//! local fragmentation, the cached path MTU ignored), never below IPv6's minimum MTU of 1,280
+//! bytes (RFC 8200 section 5), and reads a Packet Too Big (ICMPv6 type 2, RFC 4443) quoting one
+//! of our echoes as "fragmentation needed": IPv6 routers never fragment, so it is the only way a
+//! path says its MTU.
+//!
 //! This module owns the probe and its wire parsing; judging is `check::pmtu`'s.
 
 #![allow(unsafe_code)] // setsockopt/getsockopt, and reading into MaybeUninit bytes.
@@ -17,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::mem::MaybeUninit;
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -25,13 +32,17 @@ use serde::Serialize;
 use socket2::{SockAddr, Socket};
 use tokio::io::unix::AsyncFd;
 
-use super::icmp::{raw_socket, IcmpError};
+use super::icmp::{raw_socket, raw_socket6, IcmpError};
 use crate::trace::packet;
 
 /// IPv4 and ICMP echo headers: an echo of `size` bytes on the wire carries `size - 28` of data.
 const HEADERS: u16 = packet::ECHO_HEADERS;
+/// IPv6 and ICMPv6 echo headers (40 + 8).
+const HEADERS6: u16 = 48;
 /// The smallest size probed: every IPv4 link carries 576 (RFC 791).
 pub const MIN_PROBE: u16 = 576;
+/// The smallest size probed over IPv6: every IPv6 link carries 1,280 (RFC 8200 section 5).
+pub const MIN_PROBE6: u16 = 1280;
 /// The largest size probed: jumbo frames.
 pub const MAX_PROBE: u16 = 9000;
 /// Copies of each size per round: one lost echo must not read as an MTU.
@@ -58,8 +69,9 @@ pub struct PathMtu {
     /// The smallest echo larger than `largest_ok` that was never answered, and how many copies of
     /// it were sent.
     pub smallest_lost: Option<(u16, u32)>,
-    /// The next-hop MTU of a "fragmentation needed" about one of our echoes, and its sender.
-    pub frag_needed: Option<(u16, Ipv4Addr)>,
+    /// The next-hop MTU of a "fragmentation needed" (IPv6: Packet Too Big) about one of our
+    /// echoes, and its sender.
+    pub frag_needed: Option<(u16, IpAddr)>,
     /// Rounds sent (each about one round trip).
     pub rounds: u32,
     /// Time the probe took.
@@ -75,17 +87,26 @@ impl PathMtu {
 
 /// Probes the path MTU to `dst` within `budget`.
 pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> {
-    let IpAddr::V4(dst) = dst else {
-        return Err(IcmpError::Unsupported(dst));
-    };
     let started = Instant::now();
     let deadline = started + budget;
-    let sock = raw_socket()?;
     let ident: u16 = rand::random();
-    // Only this probe's echo replies and the ICMP errors quoting a packet to `dst` (the trace's
-    // filter: "fragmentation needed" is a Destination Unreachable).
-    super::bpf::attach(&sock, &super::bpf::trace_icmp(dst, ident))?;
-    set_pmtudisc_probe(&sock)?;
+    let (sock, min_probe) = match dst {
+        IpAddr::V4(v4) => {
+            let sock = raw_socket()?;
+            // Only this probe's echo replies and the ICMP errors quoting a packet to `dst` (the
+            // trace's filter: "fragmentation needed" is a Destination Unreachable).
+            super::bpf::attach(&sock, &super::bpf::trace_icmp(v4, ident))?;
+            set_pmtudisc_probe(&sock)?;
+            (sock, MIN_PROBE)
+        }
+        IpAddr::V6(v6) => {
+            // Not connected: a Packet Too Big comes from a router, not from `dst`.
+            let sock = raw_socket6()?;
+            super::bpf::attach(&sock, &super::bpf::pmtu6(v6, ident))?;
+            set_pmtudisc_probe6(&sock)?;
+            (sock, MIN_PROBE6)
+        }
+    };
     sock.set_nonblocking(true)?;
     let (interface_mtu, route_mtu) = mtus(dst);
     // SAFETY: `sock` owns its fd, which stays open until the AsyncFd (which owns it) is dropped.
@@ -100,12 +121,12 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
         answered: BTreeMap::new(),
         frag_needed: None,
     };
-    let top = interface_mtu.max(MIN_PROBE);
+    let top = interface_mtu.max(min_probe);
     let mut sizes: Vec<u16> = [
         MIN_PROBE, 1000, 1200, 1280, 1400, 1420, 1450, 1472, 1480, 1492,
     ]
     .into_iter()
-    .filter(|s| *s < top)
+    .filter(|s| *s >= min_probe && *s < top)
     .chain([top])
     .collect();
     let mut rounds = 0;
@@ -161,7 +182,7 @@ pub async fn probe(dst: IpAddr, budget: Duration) -> Result<PathMtu, IcmpError> 
 
 struct Probe {
     sock: AsyncFd<Socket>,
-    dst: Ipv4Addr,
+    dst: IpAddr,
     ident: u16,
     seq: u16,
     /// Size to the sequence numbers sent at it.
@@ -171,7 +192,7 @@ struct Probe {
     by_seq: BTreeMap<u16, (u16, Instant)>,
     /// Size to its first answer's round trip.
     answered: BTreeMap<u16, Duration>,
-    frag_needed: Option<(u16, Ipv4Addr)>,
+    frag_needed: Option<(u16, IpAddr)>,
 }
 
 impl Probe {
@@ -226,12 +247,15 @@ impl Probe {
     /// or 3 x the slowest answer so far (at least 50 ms) after the first answer, or a second
     /// without any answer, or the deadline. Replies to earlier rounds' echoes count too.
     async fn round(&mut self, sizes: &[u16], deadline: Instant) {
-        let to = SockAddr::from(SocketAddrV4::new(self.dst, 0));
+        let to = SockAddr::from(SocketAddr::new(self.dst, 0));
         let start = Instant::now();
         for _ in 0..COPIES {
             for &size in sizes {
                 self.seq = self.seq.wrapping_add(1);
-                let packet = echo_request(self.ident, self.seq, size);
+                let packet = match self.dst {
+                    IpAddr::V4(_) => echo_request(self.ident, self.seq, size),
+                    IpAddr::V6(_) => echo_request6(self.ident, self.seq, size),
+                };
                 let stamp = Instant::now();
                 // A failed send (EMSGSIZE past the interface MTU) is an echo that never crossed.
                 let _ = self.sock.get_ref().send_to(&packet, &to);
@@ -280,8 +304,12 @@ impl Probe {
                         let Ok((n, from)) = r else { break };
                         // SAFETY: recv_from initialised the first `n` bytes.
                         let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
-                        let from = from.as_socket_ipv4().map(|a| *a.ip());
-                        match parse(bytes, self.ident) {
+                        let from = from.as_socket().map(|a| a.ip());
+                        let answer = match self.dst {
+                            IpAddr::V4(_) => parse(bytes, self.ident),
+                            IpAddr::V6(dst) => parse6(bytes, self.ident, dst),
+                        };
+                        match answer {
                             Some(Answer::Reply(seq)) => {
                                 if let (true, Some(&(size, sent))) =
                                     (from == Some(self.dst), self.by_seq.get(&seq))
@@ -291,7 +319,7 @@ impl Probe {
                             }
                             Some(Answer::FragNeeded { seq, mtu }) if self.by_seq.contains_key(&seq) => {
                                 self.frag_needed =
-                                    Some((mtu, from.unwrap_or(Ipv4Addr::UNSPECIFIED)));
+                                    Some((mtu, from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))));
                             }
                             Some(Answer::FragNeeded { .. }) | None => {}
                         }
@@ -341,9 +369,71 @@ fn parse(bytes: &[u8], ident: u16) -> Option<Answer> {
     }
 }
 
+/// Parses an ICMPv6 message from the raw socket (no IP header): an echo reply with our
+/// identifier, or a Packet Too Big (type 2, the MTU in 32 bits, RFC 4443 3.2) quoting one of our
+/// echo requests to `dst`.
+fn parse6(bytes: &[u8], ident: u16, dst: Ipv6Addr) -> Option<Answer> {
+    let icmp = bytes.get(..8)?;
+    match (icmp[0], icmp[1]) {
+        (129, 0) if u16::from_be_bytes([icmp[4], icmp[5]]) == ident => {
+            Some(Answer::Reply(u16::from_be_bytes([icmp[6], icmp[7]])))
+        }
+        (2, 0) => {
+            let mtu = u32::from_be_bytes([icmp[4], icmp[5], icmp[6], icmp[7]]);
+            let inner = bytes.get(8..)?;
+            // The quoted IPv6 header: ICMPv6 (58) to `dst`, then our echo request.
+            if inner.len() < 48 || inner[0] >> 4 != 6 || inner[6] != 58 {
+                return None;
+            }
+            if inner[24..40] != dst.octets() {
+                return None;
+            }
+            let echo = &inner[40..48];
+            (echo[0] == 128 && u16::from_be_bytes([echo[4], echo[5]]) == ident).then(|| {
+                Answer::FragNeeded {
+                    seq: u16::from_be_bytes([echo[6], echo[7]]),
+                    mtu: u16::try_from(mtu).unwrap_or(u16::MAX),
+                }
+            })
+        }
+        _ => None,
+    }
+}
+
 /// An echo request that makes an IPv4 packet of `size` bytes (20 of IP header, 8 of ICMP).
 fn echo_request(ident: u16, seq: u16, size: u16) -> Vec<u8> {
     packet::echo_request(ident, seq, packet::padding(Some(size), HEADERS))
+}
+
+/// An ICMPv6 echo request that makes an IPv6 packet of `size` bytes (40 of IPv6 header, 8 of
+/// ICMPv6); the kernel fills in the checksum.
+fn echo_request6(ident: u16, seq: u16, size: u16) -> Vec<u8> {
+    let mut p = vec![128, 0, 0, 0];
+    p.extend_from_slice(&ident.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend(packet::filler(usize::from(size.saturating_sub(HEADERS6))));
+    p
+}
+
+/// `IPV6_MTU_DISCOVER = IPV6_PMTUDISC_PROBE`: send up to the device MTU whatever the cached path
+/// MTU, never fragment locally (a larger send fails with EMSGSIZE).
+fn set_pmtudisc_probe6(sock: &Socket) -> io::Result<()> {
+    let v: libc::c_int = libc::IPV6_PMTUDISC_PROBE;
+    // SAFETY: a valid fd, and a pointer to a c_int that lives across the call with its size.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// `IP_MTU_DISCOVER = IP_PMTUDISC_PROBE`: set DF, ignore the cached path MTU.
@@ -369,11 +459,17 @@ pub(crate) fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
 /// The MTU of the interface the route to `dst` leaves by (from /proc/net/route and sysfs; 1500
 /// when they cannot say), and the kernel's path MTU for that route (`IP_MTU` of a connected UDP
 /// socket), which is lower when a router reported a smaller MTU.
-pub(crate) fn mtus(dst: Ipv4Addr) -> (u16, Option<u16>) {
+pub(crate) fn mtus(dst: IpAddr) -> (u16, Option<u16>) {
     let route = route_mtu(dst);
-    let iface = std::fs::read_to_string("/proc/net/route")
-        .ok()
-        .and_then(|t| route_interface(&t, dst))
+    let dev = match dst {
+        IpAddr::V4(v4) => std::fs::read_to_string("/proc/net/route")
+            .ok()
+            .and_then(|t| route_interface(&t, v4)),
+        IpAddr::V6(v6) => std::fs::read_to_string("/proc/net/ipv6_route")
+            .ok()
+            .and_then(|t| route_interface6(&t, v6)),
+    };
+    let iface = dev
         .and_then(|dev| std::fs::read_to_string(format!("/sys/class/net/{dev}/mtu")).ok())
         .and_then(|m| m.trim().parse::<u32>().ok())
         .map(clamp_mtu);
@@ -384,8 +480,12 @@ pub(crate) fn mtus(dst: Ipv4Addr) -> (u16, Option<u16>) {
     }
 }
 
-fn route_mtu(dst: Ipv4Addr) -> Option<u16> {
-    let s = UdpSocket::bind("0.0.0.0:0").ok()?;
+fn route_mtu(dst: IpAddr) -> Option<u16> {
+    let (any, level, opt) = match dst {
+        IpAddr::V4(_) => ("0.0.0.0:0", libc::IPPROTO_IP, libc::IP_MTU),
+        IpAddr::V6(_) => ("[::]:0", libc::IPPROTO_IPV6, libc::IPV6_MTU),
+    };
+    let s = UdpSocket::bind(any).ok()?;
     s.connect((dst, 9)).ok()?;
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -393,8 +493,8 @@ fn route_mtu(dst: Ipv4Addr) -> Option<u16> {
     let r = unsafe {
         libc::getsockopt(
             s.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MTU,
+            level,
+            opt,
             (&mut v as *mut libc::c_int).cast(),
             &mut len,
         )
@@ -419,6 +519,34 @@ fn route_interface(table: &str, dst: Ipv4Addr) -> Option<String> {
             let dest = u32::from_str_radix(f.get(1)?, 16).ok()?;
             let mask = u32::from_str_radix(f.get(7)?, 16).ok()?;
             (d & mask == dest).then(|| (mask.count_ones(), f[0].to_string()))
+        })
+        .max_by_key(|(bits, _)| *bits)
+        .map(|(_, dev)| dev)
+}
+
+/// The interface of the longest-prefix route to `dst` in /proc/net/ipv6_route's text (32 hex
+/// digits of destination, its prefix length in hex, ..., the device last). Routes of the local
+/// table (the host's own addresses, on `lo`) are skipped, as /proc/net/route has none.
+fn route_interface6(table: &str, dst: Ipv6Addr) -> Option<String> {
+    let d = u128::from(dst);
+    table
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let dest = u128::from_str_radix(f.first()?, 16).ok()?;
+            let bits = u32::from_str_radix(f.get(1)?, 16).ok()?;
+            let dev = f.get(9)?;
+            let flags = u32::from_str_radix(f.get(8)?, 16).ok()?;
+            // RTF_REJECT (0x200): an unreachable route.
+            if flags & 0x200 != 0 || bits > 128 {
+                return None;
+            }
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            (d & mask == dest & mask).then(|| (bits, dev.to_string()))
         })
         .max_by_key(|(bits, _)| *bits)
         .map(|(_, dev)| dev)
@@ -465,6 +593,57 @@ mod tests {
         let mut tcp = vec![3, 4, 0, 0, 0, 0, 0x05, 0x78];
         tcp.extend_from_slice(&ip(6, &[8, 0, 0, 0, 0, 7, 0, 43]));
         assert_eq!(parse(&ip(1, &tcp), 7), None);
+    }
+
+    #[test]
+    fn icmpv6_replies_and_packet_too_big_are_told_apart_and_matched_to_our_echoes() {
+        let dst: Ipv6Addr = "fd00:198:18::3".parse().unwrap();
+        let reply = [129, 0, 0, 0, 0, 7, 0, 42, 1, 2];
+        assert_eq!(parse6(&reply, 7, dst), Some(Answer::Reply(42)));
+        assert_eq!(parse6(&reply, 8, dst), None, "another prober's reply");
+        // Packet Too Big, MTU 1400, quoting our echo request seq 43 to dst.
+        let quoted = |to: Ipv6Addr, next: u8| {
+            let mut ip = vec![0x60, 0, 0, 0, 0x05, 0x50, next, 64];
+            ip.extend_from_slice(&"fd00:198:18::1".parse::<Ipv6Addr>().unwrap().octets());
+            ip.extend_from_slice(&to.octets());
+            ip.extend_from_slice(&[128, 0, 0, 0, 0, 7, 0, 43]);
+            ip
+        };
+        let ptb = |inner: Vec<u8>| {
+            let mut m = vec![2, 0, 0, 0, 0, 0, 0x05, 0x78];
+            m.extend_from_slice(&inner);
+            m
+        };
+        assert_eq!(
+            parse6(&ptb(quoted(dst, 58)), 7, dst),
+            Some(Answer::FragNeeded { seq: 43, mtu: 1400 })
+        );
+        assert_eq!(parse6(&ptb(quoted(dst, 58)), 8, dst), None);
+        let other: Ipv6Addr = "fd00:198:18::4".parse().unwrap();
+        assert_eq!(
+            parse6(&ptb(quoted(other, 58)), 7, dst),
+            None,
+            "to another host"
+        );
+        assert_eq!(parse6(&ptb(quoted(dst, 6)), 7, dst), None, "a TCP segment");
+        let echo = echo_request6(7, 9, 1400);
+        assert_eq!(echo.len() + 40, 1400);
+        assert_eq!(echo[0], 128);
+    }
+
+    #[test]
+    fn the_ipv6_route_interface_is_the_longest_prefix_match() {
+        let table = "\
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003     eth0
+fd000198001800000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001     lab0
+fd000198001800000000000000000003 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000001 00000000 00000001      wg0
+00000000000000000000000000000001 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000002 00000000 80200001       lo
+";
+        let at = |a: &str| route_interface6(table, a.parse().unwrap());
+        assert_eq!(at("fd00:198:18::3").as_deref(), Some("wg0"));
+        assert_eq!(at("fd00:198:18::2").as_deref(), Some("lab0"));
+        assert_eq!(at("2001:db8::1").as_deref(), Some("eth0"));
+        assert_eq!(at("::1").as_deref(), Some("lo"));
     }
 
     #[test]

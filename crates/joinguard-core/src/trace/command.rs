@@ -167,7 +167,7 @@ fn check_size(
             headers,
         });
     }
-    let (interface, _) = crate::probe::pmtu::mtus(target);
+    let (interface, _) = crate::probe::pmtu::mtus(target.into());
     if size > interface {
         return Err(TraceInputError::SizeAboveInterface {
             input,

@@ -10,21 +10,21 @@ use netlab::{labtest, Impairment, IpFamily};
 use serde_json::Value;
 
 /// api, joiner, m1..m3 on IPv6 only, etcd on the etcd pods (kubeadm >= 1.22), kubeadm-certs
-/// uploaded; 20 ms each way between the joiner and every member (40 ms RTT).
-fn lab6() -> EnvBuilder {
+/// uploaded; `one_way` each way between the joiner and every member.
+fn lab6(one_way: Duration) -> EnvBuilder {
     crate::lab()
         .ip_family(IpFamily::V6)
         .members(3)
         .layout(Layout::EtcdPods)
         .upload_certs()
-        .joiner_delay(Duration::from_millis(20))
+        .joiner_delay(one_way)
 }
 
 /// `joinguard preflight <api> --token .. --discovery-token-ca-cert-hash .. --control-plane
-/// --certificate-key .. -o json`, from the joiner.
-fn preflight_join_line(env: &LabEnv) -> (Run, Value) {
+/// --certificate-key ..`, from the joiner, with `extra` flags.
+fn join_line(env: &LabEnv, extra: &[&str]) -> Run {
     let api = env.api().addr().to_string();
-    let run = env.run([
+    let mut args = vec![
         "preflight",
         &api,
         "--token",
@@ -34,9 +34,14 @@ fn preflight_join_line(env: &LabEnv) -> (Run, Value) {
         "--control-plane",
         "--certificate-key",
         CERT_KEY,
-        "-o",
-        "json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    env.run(args)
+}
+
+/// [`join_line`] with `-o json`.
+fn preflight_join_line(env: &LabEnv) -> (Run, Value) {
+    let run = join_line(env, &["-o", "json"]);
     let v = run.json();
     (run, v)
 }
@@ -50,7 +55,7 @@ fn measurement<'a>(v: &'a Value, target: &str, probe: &str) -> Option<&'a Value>
 
 labtest!(
     etcd_preflight_over_ipv6_is_fit_on_a_clean_path_and_names_a_slow_peer,
-    lab6(),
+    lab6(Duration::from_millis(20)),
     |env| {
         let members: Vec<_> = env
             .etcd()
@@ -121,5 +126,56 @@ labtest!(
             };
             assert_eq!(c["status"], want, "{c}");
         }
+    }
+);
+
+labtest!(
+    /// IPv6 routers never fragment: a path whose MTU is below the interfaces' either says so with
+    /// ICMPv6 Packet Too Big or drops the big packets silently. The silent 1,400-byte blackhole
+    /// is unfit (PathMTU names 1,400 and the IPv6 fixes); the same MTU answered with Packet Too
+    /// Big is fit with a warning naming it.
+    etcd_ipv6_path_mtu_blackhole_is_unfit_and_packet_too_big_warns,
+    lab6(Duration::from_millis(1)),
+    |env| {
+        let m2 = env.lab().host("m2");
+        let m2_ip = m2.addr6().unwrap().to_string();
+        env.lab().net().set_link(
+            env.joiner(),
+            m2,
+            Impairment::delay(Duration::from_millis(1)).with_mtu(1400, false),
+        );
+        let run = join_line(&env, &[]);
+        assert_eq!(run.code, 1, "{run}");
+        let line = run
+            .stdout
+            .lines()
+            .chain(run.stderr.lines())
+            .find(|l| l.contains("[ERROR PathMTU]"))
+            .unwrap_or_else(|| panic!("no PathMTU error: {run}"));
+        assert!(line.contains(&m2_ip), "{line}");
+        assert!(
+            line.contains("packets above 1400 bytes are dropped without ICMPv6 \"Packet Too Big\""),
+            "{line}"
+        );
+        assert!(line.contains("ICMPv6 type 2"), "{line}");
+        assert!(!run.stdout.contains("probed over IPv4 only"), "{run}");
+
+        env.lab().net().set_link(
+            env.joiner(),
+            m2,
+            Impairment::delay(Duration::from_millis(1)).with_mtu(1400, true),
+        );
+        let run = join_line(&env, &[]);
+        assert_eq!(run.code, 0, "{run}");
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.contains("[WARNING PathMTU]"))
+            .unwrap_or_else(|| panic!("no PathMTU warning: {run}"));
+        assert!(line.contains("path MTU 1400 bytes"), "{line}");
+        assert!(
+            line.contains(&format!("{m2_ip} answers larger packets with ICMPv6 \"Packet Too Big\" (MTU 1400)")),
+            "{line}"
+        );
     }
 );
