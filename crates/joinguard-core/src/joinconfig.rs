@@ -118,7 +118,17 @@ impl JoinConfig {
             path: path.to_owned(),
             reason,
         };
-        let docs = yaml_documents(text).map_err(|e| invalid(format!("not YAML ({e})")))?;
+        let docs = yaml_documents(text).map_err(|e| {
+            let hint = unquoted_ipv6_endpoint(text)
+                .map(|(line, value)| {
+                    format!(
+                        "; line {line}: quote the IPv6 endpoint, `\"{value}\"` (unquoted, YAML \
+                         reads `[...]` as a list: kubernetes/kubeadm #3101)"
+                    )
+                })
+                .unwrap_or_default();
+            invalid(format!("not YAML ({e}){hint}"))
+        })?;
         let mut kinds = Vec::new();
         let mut warnings = Vec::new();
         let mut join: Option<(String, Node)> = None;
@@ -308,6 +318,18 @@ fn extract(
     })
 }
 
+/// The first line whose value is an unquoted bracketed endpoint (`key: [fd00::5]:6443`), which
+/// YAML cannot parse: its number (from 1) and the value.
+fn unquoted_ipv6_endpoint(text: &str) -> Option<(usize, &str)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let (_, value) = l.split_once(": ")?;
+        let value = value.trim();
+        let (inside, port) = value.strip_prefix('[')?.split_once("]:")?;
+        (inside.parse::<std::net::Ipv6Addr>().is_ok() && port.parse::<u16>().is_ok())
+            .then_some((i + 1, value))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +337,28 @@ mod tests {
     /// The fuzz target `joinconfig`'s secret oracle on fixed inputs: whatever follows a token
     /// and a certificate key (a continuation, a duplicate key, wrong types, another document,
     /// broken YAML), no error, warning or `Debug` output repeats either.
+    /// kubernetes/kubeadm #3101: an unquoted `[v6]:port` is not YAML; the error says to quote it,
+    /// and the quoted form is taken.
+    #[test]
+    fn an_unquoted_ipv6_endpoint_is_named_and_the_quoted_one_taken() {
+        let doc = |endpoint: &str| {
+            format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  \
+                 bootstrapToken:\n    apiServerEndpoint: {endpoint}\n    token: \
+                 abcdef.0123456789abcdef\n    unsafeSkipCAVerification: true\n"
+            )
+        };
+        let e = JoinConfig::parse(Path::new("jc.yaml"), &doc("[fd00::5]:6443")).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "line 5: quote the IPv6 endpoint, `\"[fd00::5]:6443\"` (unquoted, YAML reads"
+            ),
+            "{e}"
+        );
+        let c = JoinConfig::parse(Path::new("jc.yaml"), &doc("\"[fd00::5]:6443\"")).unwrap();
+        assert_eq!(c.api_server_endpoint.as_deref(), Some("[fd00::5]:6443"));
+    }
+
     #[test]
     fn no_error_or_warning_echoes_the_token_or_the_certificate_key() {
         const TOKEN: &str = "q7tokensecretq7";

@@ -24,7 +24,7 @@ use joinguard_core::probe::identity::{CaBundle, ClientIdentity};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
 use netlab::harness::serial;
 use netlab::process::output_within;
-use netlab::{Host, Impairment, Lab};
+use netlab::{Host, Impairment, IpFamily, Lab};
 
 struct Fixture {
     etcd: EtcdCluster,
@@ -38,8 +38,13 @@ impl Fixture {
     }
 
     fn with_spec(spec: &EtcdSpec) -> Fixture {
+        Fixture::with(spec, IpFamily::V4)
+    }
+
+    fn with(spec: &EtcdSpec, family: IpFamily) -> Fixture {
         let lab = Lab::builder()
             .hosts(["joiner", "m1", "m2", "m3", "m4"])
+            .ip_family(family)
             .build()
             .expect("lab");
         let hosts: Vec<&Host> = lab.hosts()[1..=3].iter().collect();
@@ -102,7 +107,10 @@ impl Fixture {
     /// `etcdctl member add m4 [--learner] --peer-urls=https://<m4>:2380`, never started.
     /// Retried while etcd says "unhealthy cluster" (members connected < 5 s ago).
     fn add_unstarted(&self, learner: bool) -> u64 {
-        let peer = format!("--peer-urls=https://{}:2380", self.m4().addr());
+        let peer = format!(
+            "--peer-urls=https://{}",
+            netlab::authority(self.m4().ip(), 2380)
+        );
         let mut args = vec!["member", "add", "m4", peer.as_str()];
         if learner {
             args.push("--learner");
@@ -949,6 +957,78 @@ fn etcd_cli_cleanup_and_promote_print_and_exit_as_documented() {
     r.assert_exit(0);
     assert!(r.stdout.contains("already a voter"), "{}", r.stdout);
     assert_eq!(f.calls("MemberPromote"), 0);
+}
+
+/// The same commands on an IPv6-only cluster (members advertise `https://[fd00:198:18::N]:2380`,
+/// the node's advertise address is IPv6): cleanup finds and removes the unstarted member by its
+/// bracketed peer URL, and promote finds and promotes the learner.
+#[test]
+fn etcd_ipv6_cleanup_and_promote_by_the_cli() {
+    let _g = serial();
+    let mut f = Fixture::with(&EtcdSpec::default(), IpFamily::V6);
+    let pki = f.etcd.pki_dir().to_string_lossy().into_owned();
+    let endpoints = f.access().endpoints.join(",");
+    assert!(endpoints.contains("https://[fd00:198:18::"), "{endpoints}");
+    let m4 = f.m4().ip().to_string();
+    assert!(m4.starts_with("fd00:198:18::"), "{m4}");
+    let joiner = f.joiner().clone();
+    let jg = |args: &[&str]| {
+        let mut cmd = joiner.command(env!("CARGO_BIN_EXE_joinguard"));
+        cmd.arg("etcd").args(args);
+        netlab::harness::run(&mut cmd, Duration::from_secs(60))
+    };
+    let common = |sub: &str| -> Vec<String> {
+        [
+            sub,
+            "--cert-dir",
+            &pki,
+            "--etcd-endpoints",
+            &endpoints,
+            "--node-name",
+            "m4",
+            "--apiserver-advertise-address",
+            &m4,
+            "--timeout",
+            "30s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let strs = |v: &[String]| -> Vec<String> { v.to_vec() };
+
+    let id = f.add_unstarted(false);
+    let a = strs(&common("cleanup"));
+    let r = jg(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    r.assert_exit(0);
+    assert!(r.stdout.contains(&format!("{id:x}")), "{r}");
+    assert_eq!(f.member_ids().len(), 3, "{r}");
+
+    let m4_host = f.lab.host("m4").clone();
+    let i = f.etcd.add_learner(&m4_host).expect("learner on m4");
+    assert!(f.etcd.members()[i].is_learner());
+    let a = strs(&common("promote"));
+    let r = jg(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    r.assert_exit(0);
+    assert!(
+        r.stdout.contains(&format!(
+            "promoted started voter {:x} (m4) at https://[{m4}]:2380",
+            f_id(&f, i)
+        )),
+        "{r}"
+    );
+    assert!(f.calls("MemberPromote") >= 1, "{r}");
+}
+
+/// The etcd member id of the member at `i`, as `etcdctl member list` prints it (hex).
+fn f_id(f: &Fixture, i: usize) -> u64 {
+    let name = f.etcd.members()[i].name().to_string();
+    let list = f.etcdctl(&["member", "list"]);
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(", {name}, ")))
+        .unwrap_or_else(|| panic!("{name} not in: {list}"));
+    u64::from_str_radix(line.split(',').next().unwrap().trim(), 16).unwrap()
 }
 
 /// `joinguard etcd promote` on a terminal (a pty from `script`, as an operator's ssh session

@@ -179,3 +179,41 @@ labtest!(
         );
     }
 );
+
+labtest!(
+    /// The Cluster API path on IPv6: a JoinConfiguration whose `apiServerEndpoint` is a quoted
+    /// bracketed address and whose `advertiseAddress` is the node's IPv6 address is enough for a
+    /// control-plane preflight (exit 0, every member probed on IPv6).
+    etcd_preflight_from_an_ipv6_join_configuration,
+    lab6(Duration::from_millis(1)),
+    |env| {
+        let path = env.dir().join("kubeadm-join-config-ipv6.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  \
+                 bootstrapToken:\n    apiServerEndpoint: \"{}\"\n    caCertHashes:\n    - {}\n    \
+                 token: {TOKEN}\ncontrolPlane:\n  certificateKey: {CERT_KEY}\n  \
+                 localAPIEndpoint:\n    advertiseAddress: {}\n    bindPort: 6443\n\
+                 nodeRegistration:\n  name: joiner\n",
+                env.api().addr(),
+                env.fixture().ca_pin,
+                env.joiner_ip()
+            ),
+        )
+        .unwrap();
+        let run = env.run([
+            "preflight".as_ref(),
+            "--config".as_ref(),
+            path.as_os_str(),
+        ]);
+        assert_eq!(run.code, 0, "{run}");
+        for m in env.etcd().members() {
+            let peer = format!("[{}]:2380", m.ip());
+            assert!(
+                run.stdout.contains(&format!("{peer}  etcd-peer-probe")),
+                "{peer}: {run}"
+            );
+        }
+    }
+);

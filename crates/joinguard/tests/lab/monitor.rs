@@ -627,6 +627,14 @@ fn monitor_static_targets_on_loopback() {
             drop(s);
         }
     });
+    // An IPv6 target, written as kubeadm writes it (bracketed).
+    let up6 = TcpListener::bind("[::1]:0").unwrap();
+    let up6_port = up6.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in up6.incoming().flatten() {
+            drop(s);
+        }
+    });
     let listen = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -636,7 +644,7 @@ fn monitor_static_targets_on_loopback() {
     std::fs::write(
         &cfg,
         format!(
-            "interval: 200ms\ntargets:\n  - {{name: up, kind: api-server, endpoint: 127.0.0.1:{up_port}}}\n  - {{name: down, kind: api-server, endpoint: 127.0.0.1:{down_port}}}\n"
+            "interval: 200ms\ntargets:\n  - {{name: up, kind: api-server, endpoint: 127.0.0.1:{up_port}}}\n  - {{name: down, kind: api-server, endpoint: 127.0.0.1:{down_port}}}\n  - {{name: up6, kind: api-server, endpoint: '[::1]:{up6_port}'}}\n"
         ),
     )
     .unwrap();
@@ -674,6 +682,7 @@ fn monitor_static_targets_on_loopback() {
         if let Some((200, m)) = fetch("/metrics") {
             if sample(&m, "joinguard_target_up", &[("target", "down")]).is_some()
                 && sample(&m, "joinguard_target_up", &[("target", "up")]).is_some()
+                && sample(&m, "joinguard_target_up", &[("target", "up6")]).is_some()
             {
                 break m;
             }
@@ -692,6 +701,11 @@ fn monitor_static_targets_on_loopback() {
     assert_eq!(
         sample(&metrics, "joinguard_target_up", &[("target", "down")]),
         Some(0.0)
+    );
+    assert_eq!(
+        sample(&metrics, "joinguard_target_up", &[("target", "up6")]),
+        Some(1.0),
+        "{metrics}"
     );
     assert!(sample(
         &metrics,

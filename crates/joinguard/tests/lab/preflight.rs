@@ -609,6 +609,22 @@ fn preflight_bad_input_gets_exit_2_naming_the_flag() {
             "longer than 24h",
         ),
         (vec![], "nothing to check"),
+        // IPv6 forms etcd cannot use, each with what to do (docs/ipv6.md).
+        (
+            vec!["--etcd-endpoints", "https://[fe80::1%25eth0]:2379"],
+            "fe80::1%eth0 is a link-local address, which etcd cannot use: an etcd URL cannot \
+             carry the zone",
+        ),
+        (
+            vec!["--etcd-endpoints", "https://[fe80::1]:2379"],
+            "connects fail with 'invalid argument' (etcd-io/etcd #10287); advertise a global or \
+             unique-local",
+        ),
+        (
+            vec!["--etcd-endpoints", "https://fd00::2:2379"],
+            "needs brackets; write https://[fd00::2]:2379",
+        ),
+        (vec!["::1:6443"], "needs brackets; write [::1]:6443"),
     ];
     for (args, want) in cases {
         let run = harness::run(
