@@ -206,9 +206,7 @@ pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
             p.ending()
         }
         // No CAP_NET_RAW, or a protocol this host cannot send: the invocation is at fault.
-        Err(e @ (TraceError::NoPrivilege(_) | TraceError::Unsupported(_))) => {
-            stopped("trace", &Stopped::Invalid(e.to_string()))
-        }
+        Err(e @ TraceError::NoPrivilege(_)) => stopped("trace", &Stopped::Invalid(e.to_string())),
         Err(e) => stopped("trace", &Stopped::Failed(e.to_string())),
     }
 }

@@ -109,6 +109,46 @@ pub(crate) fn pmtu6(target: Ipv6Addr, ident: u16) -> [Insn; 15] {
     ]
 }
 
+/// What answers one IPv6 trace: an ICMPv6 echo reply with identifier `ident` (its source is
+/// checked by the tracer, which the socket reports), and a Time Exceeded, Destination
+/// Unreachable or Packet Too Big whose quoted packet went to `target` (bytes 32 to 47).
+pub(crate) fn trace_icmp6(target: Ipv6Addr, ident: u16) -> [Insn; 17] {
+    let o = target.octets();
+    let w = |i: usize| u32::from_be_bytes([o[i], o[i + 1], o[i + 2], o[i + 3]]);
+    [
+        (LD_B_ABS, 0, 0, 0),               // 0: ICMPv6 type
+        (JEQ_K, 0, 2, 129),                // 1: not an echo reply -> 4
+        (LD_H_ABS, 0, 0, 4),               // 2: identifier
+        (JEQ_K, 11, 12, u32::from(ident)), // 3: ours -> 15, else -> 16
+        (JEQ_K, 2, 0, 1),                  // 4: Destination Unreachable -> 7
+        (JEQ_K, 1, 0, 2),                  // 5: Packet Too Big -> 7
+        (JEQ_K, 0, 9, 3),                  // 6: not Time Exceeded -> 16
+        (LD_W_ABS, 0, 0, 32),              // 7: quoted destination, first word
+        (JEQ_K, 0, 7, w(0)),               // 8: -> 16
+        (LD_W_ABS, 0, 0, 36),              // 9
+        (JEQ_K, 0, 5, w(4)),               // 10: -> 16
+        (LD_W_ABS, 0, 0, 40),              // 11
+        (JEQ_K, 0, 3, w(8)),               // 12: -> 16
+        (LD_W_ABS, 0, 0, 44),              // 13
+        (JEQ_K, 0, 1, w(12)),              // 14: -> 15, else -> 16
+        (RET_K, 0, 0, ACCEPT),             // 15: accept
+        (RET_K, 0, 0, 0),                  // 16: drop
+    ]
+}
+
+/// The answers to an IPv6 TCP trace's SYNs: segments from `port` to `local_port` (a raw IPv6
+/// socket reads from the TCP header; the tracer checks the source).
+pub(crate) fn trace_tcp6(port: u16, local_port: u16) -> [Insn; 6] {
+    [
+        (LD_H_ABS, 0, 0, 0),                  // 0: TCP source port
+        (JEQ_K, 0, 3, u32::from(port)),       // 1: not the probed port -> 5
+        (LD_H_ABS, 0, 0, 2),                  // 2: TCP destination port
+        (JEQ_K, 0, 1, u32::from(local_port)), // 3: not ours -> 5
+        (RET_K, 0, 0, ACCEPT),                // 4: accept
+        (RET_K, 0, 0, 0),                     // 5: drop
+    ]
+}
+
 /// What answers one trace: an echo reply from `target` with identifier `ident`, and a Time
 /// Exceeded or Destination Unreachable (fragmentation needed included) whose quoted packet went
 /// to `target`.
@@ -296,6 +336,42 @@ pub(crate) mod tests {
             0,
             "destination unreachable"
         );
+    }
+
+    #[test]
+    fn an_ipv6_trace_keeps_only_the_answers_to_its_probes() {
+        let target: Ipv6Addr = "fd00:198:18::4".parse().unwrap();
+        let prog = trace_icmp6(target, 0x1234);
+        let error = |kind: u8, to: Ipv6Addr| {
+            let mut quoted = vec![0x60, 0, 0, 0, 0, 8, 17, 1];
+            quoted.extend_from_slice(&[0xfd; 16]);
+            quoted.extend_from_slice(&to.octets());
+            quoted.extend_from_slice(&[0x9c, 0x40, 0x82, 0x9a, 0, 8, 0, 0]);
+            icmp(kind, 0, [0; 4], &quoted)
+        };
+        let reply = |ident: u16| {
+            let id = ident.to_be_bytes();
+            icmp(129, 0, [id[0], id[1], 0, 1], b"joinguard")
+        };
+        assert_eq!(run(&prog, &reply(0x1234)), ACCEPT);
+        assert_eq!(run(&prog, &reply(0x4321)), 0, "another trace's ping");
+        for kind in [1, 2, 3] {
+            assert_eq!(run(&prog, &error(kind, target)), ACCEPT, "type {kind}");
+        }
+        let other: Ipv6Addr = "fd00:198:18::7".parse().unwrap();
+        assert_eq!(run(&prog, &error(3, other)), 0, "another trace");
+        assert_eq!(run(&prog, &error(4, target)), 0, "a parameter problem");
+        assert_eq!(run(&prog, &error(137, target)), 0, "a redirect");
+        let tcp = trace_tcp6(2380, 40000);
+        let seg = |sport: u16, dport: u16| {
+            let mut t = sport.to_be_bytes().to_vec();
+            t.extend_from_slice(&dport.to_be_bytes());
+            t.extend_from_slice(&[0; 16]);
+            t
+        };
+        assert_eq!(run(&tcp, &seg(2380, 40000)), ACCEPT);
+        assert_eq!(run(&tcp, &seg(2379, 40000)), 0);
+        assert_eq!(run(&tcp, &seg(2380, 40001)), 0);
     }
 
     #[test]

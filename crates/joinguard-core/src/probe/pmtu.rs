@@ -415,6 +415,14 @@ fn echo_request6(ident: u16, seq: u16, size: u16) -> Vec<u8> {
     p
 }
 
+/// DF set and the cached path MTU ignored, for a socket of `target`'s family.
+pub(crate) fn set_pmtudisc_probe_for(sock: &Socket, target: IpAddr) -> io::Result<()> {
+    match target {
+        IpAddr::V4(_) => set_pmtudisc_probe(sock),
+        IpAddr::V6(_) => set_pmtudisc_probe6(sock),
+    }
+}
+
 /// `IPV6_MTU_DISCOVER = IPV6_PMTUDISC_PROBE`: send up to the device MTU whatever the cached path
 /// MTU, never fragment locally (a larger send fails with EMSGSIZE).
 fn set_pmtudisc_probe6(sock: &Socket) -> io::Result<()> {

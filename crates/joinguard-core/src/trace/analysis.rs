@@ -7,7 +7,7 @@
 //! every hop behind it (its *floor*), and likewise its loss. The step between two floors is what
 //! that hop adds to the path. Pure functions: no I/O.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use serde::Serialize;
 
@@ -34,7 +34,7 @@ pub struct Attribution {
 #[serde(rename_all = "camelCase")]
 pub struct LatencyStep {
     pub hop: u8,
-    pub address: Option<Ipv4Addr>,
+    pub address: Option<IpAddr>,
     /// RTT this hop adds over the previous answering hop (floors, ms).
     pub added_ms: f64,
     /// The floor RTT at this hop (ms).
@@ -46,7 +46,7 @@ pub struct LatencyStep {
 #[serde(rename_all = "camelCase")]
 pub struct LossStep {
     pub hop: u8,
-    pub address: Option<Ipv4Addr>,
+    pub address: Option<IpAddr>,
     /// The loss that persists from this hop on (percent).
     pub loss_pct: f64,
 }
@@ -114,7 +114,7 @@ pub(crate) mod tests {
     pub(crate) fn hop(ttl: u8, avg: Option<f64>, sent: u32, received: u32) -> Hop {
         Hop {
             ttl,
-            address: Some(Ipv4Addr::new(198, 18, 0, ttl + 1)),
+            address: Some(std::net::Ipv4Addr::new(198, 18, 0, ttl + 1).into()),
             other_addresses: vec![],
             name: None,
             sent,
@@ -139,7 +139,7 @@ pub(crate) mod tests {
     pub(crate) fn path(hops: Vec<Hop>) -> PathTrace {
         PathTrace {
             target: "198.18.0.4".into(),
-            address: Ipv4Addr::new(198, 18, 0, 4),
+            address: std::net::Ipv4Addr::new(198, 18, 0, 4).into(),
             protocol: TraceProtocol::Tcp,
             port: Some(2380),
             cycles: 10,
@@ -164,7 +164,10 @@ pub(crate) mod tests {
         let a = attribute(&t);
         let l = a.latency.unwrap();
         assert_eq!((l.hop, l.added_ms), (2, 60.1));
-        assert_eq!(l.address, Some(Ipv4Addr::new(198, 18, 0, 3)));
+        assert_eq!(
+            l.address,
+            Some(std::net::Ipv4Addr::new(198, 18, 0, 3).into())
+        );
         assert!(a.loss.is_none());
     }
 

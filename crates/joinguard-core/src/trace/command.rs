@@ -1,13 +1,13 @@
 //! `joinguard trace`'s inputs: validates the request (its errors name the flag, exit 2) and
 //! resolves the target into a [`TraceInput`]. The binary runs the tracer and prints.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::input::{Input, Named};
 use crate::spec::TraceSpec;
 
-use super::{packet, TraceError, TraceInput, TraceProtocol};
+use super::{packet, TraceInput, TraceProtocol};
 
 /// Why `joinguard trace`'s inputs cannot be used (exit 2). Each names the flag or argument.
 #[derive(Debug, thiserror::Error)]
@@ -47,10 +47,10 @@ pub enum TraceInputError {
     SizeAboveInterface {
         input: Named,
         size: u16,
-        target: Ipv4Addr,
+        target: IpAddr,
         interface: u16,
     },
-    #[error("TARGET is empty; give a host name or an IPv4 address")]
+    #[error("TARGET is empty; give a host name or an IP address")]
     EmptyTarget,
     #[error("TARGET `{0}`: give a host or host:port, not a URL (e.g. 10.0.0.11:2380)")]
     TargetIsUrl(String),
@@ -64,17 +64,19 @@ pub enum TraceInputError {
     },
 }
 
-/// Why a trace target has no IPv4 address to trace.
+/// Why a trace target has no address to trace.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    #[error(transparent)]
-    Unsupported(#[from] TraceError),
+    #[error(
+        "{0} is a link-local address: it names no path without the interface it is on, and \
+         neither etcd nor the API server can be joined over one (etcd-io/etcd #10287); trace a \
+         global or unique-local address"
+    )]
+    LinkLocal(std::net::Ipv6Addr),
     #[error("name lookup timed out after 5s")]
     Timeout,
     #[error("cannot resolve the name ({0})")]
     Lookup(#[source] std::io::Error),
-    #[error("the name has only IPv6 addresses; only IPv4 can be traced for now")]
-    OnlyIpv6,
     #[error("the name has no address")]
     NoAddress,
 }
@@ -152,13 +154,16 @@ fn check_size(
     input: Named,
     size: u16,
     protocol: TraceProtocol,
-    target: Ipv4Addr,
+    target: IpAddr,
 ) -> Result<(), TraceInputError> {
-    let headers = match protocol {
-        TraceProtocol::Icmp => packet::ECHO_HEADERS,
-        TraceProtocol::Udp => packet::UDP_HEADERS,
-        TraceProtocol::Tcp => packet::SYN_HEADERS,
-    };
+    let headers = packet::headers(
+        match protocol {
+            TraceProtocol::Icmp => packet::ECHO_HEADERS,
+            TraceProtocol::Udp => packet::UDP_HEADERS,
+            TraceProtocol::Tcp => packet::SYN_HEADERS,
+        },
+        target,
+    );
     if size < headers {
         return Err(TraceInputError::SizeBelowHeaders {
             input,
@@ -167,7 +172,7 @@ fn check_size(
             headers,
         });
     }
-    let (interface, _) = crate::probe::pmtu::mtus(target.into());
+    let (interface, _) = crate::probe::pmtu::mtus(target);
     if size > interface {
         return Err(TraceInputError::SizeAboveInterface {
             input,
@@ -188,6 +193,27 @@ fn split_target(t: &str) -> Result<(String, Option<u16>), TraceInputError> {
     if t.contains("://") {
         return Err(TraceInputError::TargetIsUrl(t.to_string()));
     }
+    // `[fd00::3]:2380` or `[fd00::3]`: the host in brackets, then maybe a port.
+    if let Some(rest) = t.strip_prefix('[') {
+        if let Some((h, after)) = rest.split_once(']') {
+            return match after.strip_prefix(':') {
+                Some(p) => {
+                    let port = p.parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+                        TraceInputError::BadPort {
+                            target: t.to_string(),
+                            port: p.to_string(),
+                        }
+                    })?;
+                    Ok((h.to_string(), Some(port)))
+                }
+                None if after.is_empty() => Ok((h.to_string(), None)),
+                None => Err(TraceInputError::BadPort {
+                    target: t.to_string(),
+                    port: after.to_string(),
+                }),
+            };
+        }
+    }
     match t.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => {
             let port: u16 =
@@ -204,15 +230,19 @@ fn split_target(t: &str) -> Result<(String, Option<u16>), TraceInputError> {
     }
 }
 
-/// The IPv4 address of `host` (an address or a name).
-pub(crate) async fn resolve(host: &str) -> Result<Ipv4Addr, ResolveError> {
+/// The address of `host` (an address or a name): for a name, the first address the system's
+/// resolver gives (getaddrinfo orders them by RFC 6724, as a Go client would try them), IPv4 or
+/// IPv6.
+pub(crate) async fn resolve(host: &str) -> Result<IpAddr, ResolveError> {
     if let Ok(ip) = host
         .trim_matches(|c| c == '[' || c == ']')
         .parse::<IpAddr>()
     {
         return match ip {
-            IpAddr::V4(v4) => Ok(v4),
-            IpAddr::V6(_) => Err(TraceError::Unsupported(ip).into()),
+            IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80 => {
+                Err(ResolveError::LinkLocal(v6))
+            }
+            _ => Ok(ip),
         };
     }
     let found = tokio::time::timeout(
@@ -222,18 +252,7 @@ pub(crate) async fn resolve(host: &str) -> Result<Ipv4Addr, ResolveError> {
     .await
     .map_err(|_| ResolveError::Timeout)?
     .map_err(ResolveError::Lookup)?;
-    let mut any = false;
-    for a in found {
-        any = true;
-        if let IpAddr::V4(v4) = a.ip() {
-            return Ok(v4);
-        }
-    }
-    Err(if any {
-        ResolveError::OnlyIpv6
-    } else {
-        ResolveError::NoAddress
-    })
+    found.map(|a| a.ip()).next().ok_or(ResolveError::NoAddress)
 }
 
 #[cfg(test)]

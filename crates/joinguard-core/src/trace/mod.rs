@@ -1,6 +1,7 @@
 //! The tracer: per-hop latency and loss to one target, as `mtr --report` measures them.
 //!
-//! Each cycle sends one probe per TTL (ICMP echo, UDP datagram or TCP SYN to the service port)
+//! Each cycle sends one probe per TTL (IPv6: hop limit) (ICMP or ICMPv6 echo, UDP datagram or
+//! TCP SYN to the service port)
 //! and matches what comes back by what the reply quotes ([`packet`]): Time Exceeded from each
 //! router, and from the target an Echo Reply, a Port Unreachable, or a SYN-ACK/RST. Once the
 //! target has answered, later cycles stop at its distance. Every probe waits at most
@@ -23,7 +24,7 @@ pub(crate) mod socket;
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -42,7 +43,7 @@ pub const UDP_BASE_PORT: u16 = 33434;
 pub struct TraceInput {
     /// The target as the user gave it (a name or an address), for the report.
     pub label: String,
-    pub target: Ipv4Addr,
+    pub target: IpAddr,
     pub protocol: TraceProtocol,
     /// Destination port (TCP: required; UDP: fixed port instead of 33434 + n; ICMP: unused).
     pub port: Option<u16>,
@@ -71,22 +72,20 @@ pub enum TraceError {
          the capability once: sudo setcap cap_net_raw+ep \"$(command -v joinguard)\""
     )]
     NoPrivilege(io::Error),
-    #[error("{0}: only IPv4 targets can be traced for now")]
-    Unsupported(IpAddr),
     #[error(
         "no route to {target} from this host ({source}); check its address and this host's routes"
     )]
-    NoRoute { target: Ipv4Addr, source: io::Error },
+    NoRoute { target: IpAddr, source: io::Error },
     #[error("trace to {target}: {what}: {source}")]
     Io {
-        target: Ipv4Addr,
+        target: IpAddr,
         what: &'static str,
         source: io::Error,
     },
 }
 
 impl TraceError {
-    fn io(target: Ipv4Addr, what: &'static str) -> impl FnOnce(io::Error) -> TraceError {
+    fn io(target: IpAddr, what: &'static str) -> impl FnOnce(io::Error) -> TraceError {
         move |source| {
             if source.kind() == io::ErrorKind::PermissionDenied {
                 TraceError::NoPrivilege(source)
@@ -107,7 +106,7 @@ impl TraceError {
 pub struct PathTrace {
     /// The target as given.
     pub target: String,
-    pub address: Ipv4Addr,
+    pub address: IpAddr,
     pub protocol: TraceProtocol,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
@@ -155,10 +154,10 @@ pub struct Hop {
     /// 1 for the first router.
     pub ttl: u8,
     /// Who answered (the first address seen); `None` when nobody did ("???" in mtr).
-    pub address: Option<Ipv4Addr>,
+    pub address: Option<IpAddr>,
     /// Other addresses that answered at this TTL (ECMP, route changes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub other_addresses: Vec<Ipv4Addr>,
+    pub other_addresses: Vec<IpAddr>,
     /// Reverse DNS name, when asked for and found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -181,7 +180,7 @@ pub struct Hop {
     pub mtu: Option<u16>,
     /// Who reported `mtu` (the router before the small link, or this hop).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu_from: Option<Ipv4Addr>,
+    pub mtu_from: Option<IpAddr>,
 }
 
 #[derive(Debug)]
@@ -201,7 +200,7 @@ struct Probe {
 enum State {
     Pending,
     Answered {
-        from: Ipv4Addr,
+        from: IpAddr,
         rtt: Duration,
         kind: ReplyKind,
     },
@@ -217,7 +216,7 @@ const TCP_DEFAULT_PORT: u16 = 80;
 
 /// Sockets and identifiers of one trace.
 struct Wire {
-    src: Ipv4Addr,
+    src: IpAddr,
     icmp: RawSocket,
     tcp: Option<(RawSocket, socket2::Socket, u16)>,
     ident: u16,
@@ -232,26 +231,37 @@ pub async fn trace(spec: &TraceInput) -> Result<PathTrace, TraceError> {
     let src =
         socket::source_for(target).map_err(|source| TraceError::NoRoute { target, source })?;
     let ident: u16 = rand::random();
-    // Every mode reads the ICMP errors of routers from a raw ICMP socket, filtered in the kernel
-    // to this trace's answers.
+    // Every mode reads the ICMP errors of routers from a raw ICMP (ICMPv6) socket, filtered in
+    // the kernel to this trace's answers.
+    let (icmp_proto, icmp_filter) = match target {
+        IpAddr::V4(v4) => (
+            SockProto::ICMPV4,
+            crate::probe::bpf::trace_icmp(v4, ident).to_vec(),
+        ),
+        IpAddr::V6(v6) => (
+            SockProto::ICMPV6,
+            crate::probe::bpf::trace_icmp6(v6, ident).to_vec(),
+        ),
+    };
     let icmp =
-        RawSocket::open(SockProto::ICMPV4).map_err(TraceError::io(target, "raw ICMP socket"))?;
-    crate::probe::bpf::attach(icmp.socket(), &crate::probe::bpf::trace_icmp(target, ident))
+        RawSocket::open(target, icmp_proto).map_err(TraceError::io(target, "raw ICMP socket"))?;
+    crate::probe::bpf::attach(icmp.socket(), &icmp_filter)
         .map_err(TraceError::io(target, "filter the raw ICMP socket"))?;
     let tcp = match spec.protocol {
         TraceProtocol::Tcp => {
             let dport = spec.port.unwrap_or(TCP_DEFAULT_PORT);
-            let raw = RawSocket::open(SockProto::TCP)
+            let raw = RawSocket::open(target, SockProto::TCP)
                 .map_err(TraceError::io(target, "raw TCP socket"))?;
             raw.bind(src)
                 .map_err(TraceError::io(target, "bind the raw TCP socket"))?;
             let (hold, port) = socket::reserve_tcp_port(src)
                 .map_err(TraceError::io(target, "reserve a TCP port"))?;
-            crate::probe::bpf::attach(
-                raw.socket(),
-                &crate::probe::bpf::trace_tcp(target, dport, port),
-            )
-            .map_err(TraceError::io(target, "filter the raw TCP socket"))?;
+            let filter = match target {
+                IpAddr::V4(v4) => crate::probe::bpf::trace_tcp(v4, dport, port).to_vec(),
+                IpAddr::V6(_) => crate::probe::bpf::trace_tcp6(dport, port).to_vec(),
+            };
+            crate::probe::bpf::attach(raw.socket(), &filter)
+                .map_err(TraceError::io(target, "filter the raw TCP socket"))?;
             Some((raw, hold, port))
         }
         _ => None,
@@ -265,17 +275,17 @@ pub async fn trace(spec: &TraceInput) -> Result<PathTrace, TraceError> {
     };
     if spec.size.is_some() {
         // DF set, and the kernel's cached path MTU does not stop a probe on its way out.
-        crate::probe::pmtu::set_pmtudisc_probe(wire.icmp.socket())
+        crate::probe::pmtu::set_pmtudisc_probe_for(wire.icmp.socket(), target)
             .map_err(TraceError::io(target, "set DF on the raw ICMP socket"))?;
         if let Some((raw, _, _)) = &wire.tcp {
-            crate::probe::pmtu::set_pmtudisc_probe(raw.socket())
+            crate::probe::pmtu::set_pmtudisc_probe_for(raw.socket(), target)
                 .map_err(TraceError::io(target, "set DF on the raw TCP socket"))?;
         }
     }
     // The size probes go out at: `spec.size`, lowered by each "fragmentation needed".
     let mut size = spec.size;
     // (TTL of the probe, MTU reported, who reported it).
-    let mut mtu_reports: Vec<(u8, u16, Ipv4Addr)> = Vec::new();
+    let mut mtu_reports: Vec<(u8, u16, IpAddr)> = Vec::new();
 
     let mut probes: Vec<Probe> = Vec::new();
     let mut by_id: HashMap<ProbeId, usize> = HashMap::new();
@@ -329,6 +339,15 @@ pub async fn trace(spec: &TraceInput) -> Result<PathTrace, TraceError> {
                 continue;
             };
             if reply.quoted_dst.is_some_and(|d| d != target) {
+                continue;
+            }
+            // An echo reply, SYN-ACK or RST answers only from the target (an IPv6 socket's
+            // filter cannot see the source; this holds for IPv4 too).
+            let from_target_only = matches!(
+                reply.kind,
+                ReplyKind::EchoReply | ReplyKind::SynAck | ReplyKind::Rst
+            );
+            if from_target_only && reply.from != target {
                 continue;
             }
             let p = &mut probes[i];
@@ -439,7 +458,7 @@ fn plausible_mtu(reported: u16, sent: Option<u16>) -> u16 {
 
 /// Puts each MTU reported on the hop it first appeared at: the link into that hop is where the
 /// path MTU drops to it.
-fn mark_mtu_drops(trace: &mut PathTrace, reports: &[(u8, u16, Ipv4Addr)]) {
+fn mark_mtu_drops(trace: &mut PathTrace, reports: &[(u8, u16, IpAddr)]) {
     let mut sorted = reports.to_vec();
     sorted.sort_by_key(|(ttl, mtu, _)| (*ttl, std::cmp::Reverse(*mtu)));
     let mut known = trace.size.unwrap_or(u16::MAX);
@@ -467,8 +486,11 @@ fn send_probe(
     match spec.protocol {
         TraceProtocol::Icmp => {
             let seq = seq as u16;
-            let data = packet::padding(size, packet::ECHO_HEADERS);
-            let pkt = packet::echo_request(w.ident, seq, data);
+            let data = packet::padding(size, packet::headers(packet::ECHO_HEADERS, spec.target));
+            let pkt = match spec.target {
+                IpAddr::V4(_) => packet::echo_request(w.ident, seq, data),
+                IpAddr::V6(_) => packet::echo_request6(w.ident, seq, data),
+            };
             let at = w.icmp.send_with_ttl(&pkt, spec.target, ttl)?;
             Ok((
                 ProbeId::Echo {
@@ -482,12 +504,12 @@ fn send_probe(
         TraceProtocol::Udp => {
             let (s, src_port) = socket::udp_probe_socket(w.src)?;
             if size.is_some() {
-                crate::probe::pmtu::set_pmtudisc_probe(&s)?;
+                crate::probe::pmtu::set_pmtudisc_probe_for(&s, spec.target)?;
             }
             let dst_port = spec
                 .port
                 .unwrap_or_else(|| UDP_BASE_PORT.wrapping_add(seq as u16));
-            let data = packet::padding(size, packet::UDP_HEADERS);
+            let data = packet::padding(size, packet::headers(packet::UDP_HEADERS, spec.target));
             let at = socket::udp_send(&s, spec.target, dst_port, ttl, data)?;
             Ok((ProbeId::Udp { src_port, dst_port }, at, Some(s)))
         }
@@ -498,7 +520,7 @@ fn send_probe(
                 .ok_or_else(|| io::Error::other("no TCP socket"))?;
             let dst_port = spec.port.unwrap_or(TCP_DEFAULT_PORT);
             let tcp_seq = w.tcp_seq_base.wrapping_add(seq as u32);
-            let data = packet::padding(size, packet::SYN_HEADERS);
+            let data = packet::padding(size, packet::headers(packet::SYN_HEADERS, spec.target));
             let pkt = packet::tcp_syn(w.src, *src_port, spec.target, dst_port, tcp_seq, data);
             let at = raw.send_with_ttl(&pkt, spec.target, ttl)?;
             Ok((
@@ -531,23 +553,31 @@ async fn wait_replies(w: &Wire, wake: Instant, buf: &mut [u8]) -> Vec<(Reply, Op
     }
     // Drain both sockets: clear_ready above re-arms readiness, and a read that would block
     // simply ends the drain.
-    drain(&w.icmp, buf, packet::parse_icmp, &mut out);
+    let v6 = w.src.is_ipv6();
+    let (icmp, tcp): (Parse, Parse) = if v6 {
+        (packet::parse_icmp6, packet::parse_tcp6)
+    } else {
+        (|p, _| packet::parse_icmp(p), |p, _| packet::parse_tcp(p))
+    };
+    drain(&w.icmp, buf, icmp, &mut out);
     if let Some((raw, _, _)) = &w.tcp {
-        drain(raw, buf, packet::parse_tcp, &mut out);
+        drain(raw, buf, tcp, &mut out);
     }
     out
 }
 
-fn drain(
-    s: &RawSocket,
-    buf: &mut [u8],
-    parse: fn(&[u8]) -> Option<Reply>,
-    out: &mut Vec<(Reply, Option<SystemTime>)>,
-) {
+/// Parses what a raw socket read, given the sender it reported (an IPv4 socket's reads carry
+/// their IP header; an IPv6 socket's do not).
+type Parse = fn(&[u8], IpAddr) -> Option<Reply>;
+
+fn drain(s: &RawSocket, buf: &mut [u8], parse: Parse, out: &mut Vec<(Reply, Option<SystemTime>)>) {
     // Bounded: a busy host's TCP traffic cannot keep the tracer here.
     for _ in 0..256 {
-        let Ok((n, at)) = s.try_recv(buf) else { break };
-        if let Some(r) = parse(&buf[..n.min(buf.len())]) {
+        let Ok((n, at, from)) = s.try_recv(buf) else {
+            break;
+        };
+        let from = from.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        if let Some(r) = parse(&buf[..n.min(buf.len())], from) {
             out.push((r, at));
         }
     }
@@ -582,14 +612,14 @@ fn summarize(
             .filter(|p| p.ttl == ttl && !matches!(p.state, State::Pending | State::Resized))
             .collect();
         mine.sort_by_key(|p| p.cycle);
-        let answered: Vec<(Ipv4Addr, Duration)> = mine
+        let answered: Vec<(IpAddr, Duration)> = mine
             .iter()
             .filter_map(|p| match p.state {
                 State::Answered { from, rtt, .. } => Some((from, rtt)),
                 _ => None,
             })
             .collect();
-        let mut addrs: Vec<Ipv4Addr> = Vec::new();
+        let mut addrs: Vec<IpAddr> = Vec::new();
         for (a, _) in &answered {
             if !addrs.contains(a) {
                 addrs.push(*a);
@@ -763,8 +793,8 @@ mod tests {
             hop(4, Some(0.4), 10, 10),
         ]);
         t.size = Some(1500);
-        let r2 = Ipv4Addr::new(198, 18, 0, 3);
-        let r3 = Ipv4Addr::new(198, 18, 0, 4);
+        let r2: IpAddr = std::net::Ipv4Addr::new(198, 18, 0, 3).into();
+        let r3: IpAddr = std::net::Ipv4Addr::new(198, 18, 0, 4).into();
         // The first cycle's probes to hops 2 to 4 all hit the 1400 link; then 1300 past hop 3.
         let reports = [
             (3, 1400, r2),

@@ -6,7 +6,7 @@
 //! original IP header and at least the first 8 bytes of its payload, which hold the ICMP
 //! identifier and sequence, the UDP ports, or the TCP ports and sequence number).
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// ICMP types (RFC 792).
 pub const ICMP_ECHO_REPLY: u8 = 0;
@@ -24,8 +24,26 @@ pub const ECHO_HEADERS: u16 = 28;
 pub const UDP_HEADERS: u16 = 28;
 /// IPv4 and TCP headers with the MSS option (20 + 24).
 pub const SYN_HEADERS: u16 = 44;
+/// The IPv6 header is 20 bytes longer than IPv4's without options: 40.
+pub const IPV6_EXTRA: u16 = 20;
+
+/// ICMPv6 types (RFC 4443).
+pub const ICMP6_DEST_UNREACHABLE: u8 = 1;
+pub const ICMP6_PACKET_TOO_BIG: u8 = 2;
+pub const ICMP6_TIME_EXCEEDED: u8 = 3;
+pub const ICMP6_ECHO_REQUEST: u8 = 128;
+pub const ICMP6_ECHO_REPLY: u8 = 129;
+
+/// The headers of a probe of `protocol` to `target`: the IPv4 figure, or 20 more over IPv6.
+pub(crate) fn headers(ipv4_headers: u16, target: IpAddr) -> u16 {
+    match target {
+        IpAddr::V4(_) => ipv4_headers,
+        IpAddr::V6(_) => ipv4_headers + IPV6_EXTRA,
+    }
+}
 
 const PROTO_ICMP: u8 = 1;
+const PROTO_ICMPV6: u8 = 58;
 const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
 
@@ -52,12 +70,12 @@ pub enum ProbeId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reply {
     /// Who sent it (the IP source): a router, or the target.
-    pub from: Ipv4Addr,
+    pub from: IpAddr,
     pub kind: ReplyKind,
     /// The probe it answers.
     pub probe: ProbeId,
     /// For ICMP errors, the destination of the quoted probe (must be our target).
-    pub quoted_dst: Option<Ipv4Addr>,
+    pub quoted_dst: Option<IpAddr>,
 }
 
 /// What kind of answer a reply is.
@@ -66,6 +84,7 @@ pub enum ReplyKind {
     /// A router's TTL ran out (ICMP type 11).
     TimeExceeded,
     /// ICMP Destination Unreachable with this code (port unreachable is the UDP target's answer).
+    /// ICMPv6's codes are given as their ICMP counterparts ([`icmp6_unreachable_code`]).
     Unreachable(u8),
     /// ICMP "fragmentation needed" (type 3 code 4): the probe was larger than the next link's
     /// MTU, which the router reports (0 from a router older than RFC 1191).
@@ -109,9 +128,9 @@ pub(crate) fn echo_request(ident: u16, seq: u16, data: Option<usize>) -> Vec<u8>
 /// `data` bytes after the header make a probe of a chosen size (a SYN may carry data, RFC 793;
 /// the target acknowledges only the SYN).
 pub(crate) fn tcp_syn(
-    src: Ipv4Addr,
+    src: IpAddr,
     src_port: u16,
-    dst: Ipv4Addr,
+    dst: IpAddr,
     dst_port: u16,
     seq: u32,
     data: Option<usize>,
@@ -127,22 +146,133 @@ pub(crate) fn tcp_syn(
     t.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
     t.extend_from_slice(&[2, 4, 0x05, 0xb4]); // MSS 1460
     t.extend(filler(data.unwrap_or(0)));
-    let mut pseudo = Vec::with_capacity(12 + t.len());
-    pseudo.extend_from_slice(&src.octets());
-    pseudo.extend_from_slice(&dst.octets());
-    pseudo.push(0);
-    pseudo.push(PROTO_TCP);
-    pseudo.extend_from_slice(&(t.len() as u16).to_be_bytes());
-    pseudo.extend_from_slice(&t);
-    let c = checksum(&pseudo);
+    let c = checksum(&pseudo_header(src, dst, PROTO_TCP, &t));
     t[16..18].copy_from_slice(&c.to_be_bytes());
     t
+}
+
+/// The segment `t` of protocol `proto` behind its pseudo header (RFC 793 for IPv4, RFC 8200
+/// section 8.1 for IPv6), as the checksum covers it.
+fn pseudo_header(src: IpAddr, dst: IpAddr, proto: u8, t: &[u8]) -> Vec<u8> {
+    let mut pseudo = Vec::with_capacity(40 + t.len());
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            pseudo.extend_from_slice(&s.octets());
+            pseudo.extend_from_slice(&d.octets());
+            pseudo.extend_from_slice(&[0, proto]);
+            pseudo.extend_from_slice(&(t.len() as u16).to_be_bytes());
+        }
+        _ => {
+            pseudo.extend_from_slice(&v6(src).octets());
+            pseudo.extend_from_slice(&v6(dst).octets());
+            pseudo.extend_from_slice(&(t.len() as u32).to_be_bytes());
+            pseudo.extend_from_slice(&[0, 0, 0, proto]);
+        }
+    }
+    pseudo.extend_from_slice(t);
+    pseudo
+}
+
+fn v6(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+/// An ICMPv6 echo request with `ident` and `seq` and a short payload, or `data` bytes of one.
+/// The kernel fills in the checksum of a raw ICMPv6 socket's packets.
+pub(crate) fn echo_request6(ident: u16, seq: u16, data: Option<usize>) -> Vec<u8> {
+    let mut p = echo_request(ident, seq, data);
+    p[0] = ICMP6_ECHO_REQUEST;
+    p[2] = 0;
+    p[3] = 0;
+    p
+}
+
+/// ICMPv6 Destination Unreachable codes (RFC 4443 3.1) as their ICMP counterparts, so one
+/// code names one meaning in reports: port unreachable 4 -> 3, no route 0 -> 0 (net
+/// unreachable), administratively prohibited 1 and policy failures 5, 6 -> 13, address
+/// unreachable 3 -> 1 (host unreachable), beyond scope 2 -> 0.
+pub(crate) fn icmp6_unreachable_code(code: u8) -> u8 {
+    match code {
+        4 => CODE_PORT_UNREACHABLE,
+        1 | 5 | 6 => 13,
+        3 => 1,
+        _ => 0,
+    }
+}
+
+/// Parses an ICMPv6 message from the raw ICMPv6 socket (no IP header; `from` is the source the
+/// socket reported). Time Exceeded, Destination Unreachable and Packet Too Big quote the probe's
+/// IPv6 header (its next header and destination) and the first bytes of its payload.
+pub(crate) fn parse_icmp6(icmp: &[u8], from: IpAddr) -> Option<Reply> {
+    if icmp.len() < 8 {
+        return None;
+    }
+    let (ty, code) = (icmp[0], icmp[1]);
+    match ty {
+        ICMP6_ECHO_REPLY => Some(Reply {
+            from,
+            kind: ReplyKind::EchoReply,
+            probe: ProbeId::Echo {
+                ident: be16(&icmp[4..6]),
+                seq: be16(&icmp[6..8]),
+            },
+            quoted_dst: None,
+        }),
+        ICMP6_TIME_EXCEEDED | ICMP6_DEST_UNREACHABLE | ICMP6_PACKET_TOO_BIG => {
+            let quoted = icmp.get(8..)?;
+            if quoted.len() < 48 || quoted[0] >> 4 != 6 {
+                return None;
+            }
+            let qdst = Ipv6Addr::from(<[u8; 16]>::try_from(&quoted[24..40]).ok()?);
+            let qpayload = &quoted[40..];
+            let probe = match quoted[6] {
+                PROTO_ICMPV6 if qpayload[0] == ICMP6_ECHO_REQUEST => ProbeId::Echo {
+                    ident: be16(&qpayload[4..6]),
+                    seq: be16(&qpayload[6..8]),
+                },
+                PROTO_UDP => ProbeId::Udp {
+                    src_port: be16(&qpayload[0..2]),
+                    dst_port: be16(&qpayload[2..4]),
+                },
+                PROTO_TCP => ProbeId::Tcp {
+                    src_port: be16(&qpayload[0..2]),
+                    dst_port: be16(&qpayload[2..4]),
+                    seq: be32(&qpayload[4..8]),
+                },
+                _ => return None,
+            };
+            let kind = match ty {
+                ICMP6_TIME_EXCEEDED => ReplyKind::TimeExceeded,
+                ICMP6_PACKET_TOO_BIG => ReplyKind::FragNeeded {
+                    mtu: u16::try_from(be32(&icmp[4..8])).unwrap_or(u16::MAX),
+                },
+                _ => ReplyKind::Unreachable(icmp6_unreachable_code(code)),
+            };
+            Some(Reply {
+                from,
+                kind,
+                probe,
+                quoted_dst: Some(IpAddr::V6(qdst)),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Parses a segment from the raw IPv6 TCP socket (no IP header; `from` as the socket reported
+/// it), as [`parse_tcp`] does.
+pub(crate) fn parse_tcp6(tcp: &[u8], from: IpAddr) -> Option<Reply> {
+    tcp_reply(tcp, from)
 }
 
 /// Parses a packet from the raw ICMP socket (IP header included). `None` for anything that
 /// cannot answer a probe: echo requests, other ICMP types, truncated quotes.
 pub(crate) fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
     let (from, _, proto, icmp) = ip_header(pkt)?;
+    let from = IpAddr::V4(from);
     if proto != PROTO_ICMP || icmp.len() < 8 {
         return None;
     }
@@ -189,7 +319,7 @@ pub(crate) fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
                 from,
                 kind,
                 probe,
-                quoted_dst: Some(qdst),
+                quoted_dst: Some(IpAddr::V4(qdst)),
             })
         }
         _ => None,
@@ -201,7 +331,15 @@ pub(crate) fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
 /// a raw TCP socket) give `None`.
 pub(crate) fn parse_tcp(pkt: &[u8]) -> Option<Reply> {
     let (from, _, proto, tcp) = ip_header(pkt)?;
-    if proto != PROTO_TCP || tcp.len() < 20 {
+    if proto != PROTO_TCP {
+        return None;
+    }
+    tcp_reply(tcp, IpAddr::V4(from))
+}
+
+/// A SYN-ACK or RST in `tcp` (from its header on) as the answer to a SYN.
+fn tcp_reply(tcp: &[u8], from: IpAddr) -> Option<Reply> {
+    if tcp.len() < 20 {
         return None;
     }
     let flags = tcp[13];
@@ -286,7 +424,7 @@ mod tests {
     #[test]
     fn checksums_verify() {
         assert_eq!(checksum(&echo_request(0xbeef, 9, None)), 0);
-        let syn = tcp_syn(ME, 40000, TARGET, 2380, 0x01020304, None);
+        let syn = tcp_syn(ME.into(), 40000, TARGET.into(), 2380, 0x01020304, None);
         let mut pseudo = Vec::new();
         pseudo.extend_from_slice(&ME.octets());
         pseudo.extend_from_slice(&TARGET.octets());
@@ -309,12 +447,12 @@ mod tests {
                 seq: 9
             }
         );
-        assert_eq!(r.quoted_dst, Some(TARGET));
+        assert_eq!(r.quoted_dst, Some(TARGET.into()));
     }
 
     #[test]
     fn time_exceeded_quoting_a_syn_names_its_sequence_number() {
-        let syn = tcp_syn(ME, 40000, TARGET, 2380, 77, None);
+        let syn = tcp_syn(ME.into(), 40000, TARGET.into(), 2380, 77, None);
         // Routers may quote only 8 bytes of the payload.
         let probe = ip(ME, TARGET, PROTO_TCP, &syn[..8]);
         let r = parse_icmp(&icmp_error(ICMP_TIME_EXCEEDED, 0, &probe)).unwrap();
@@ -333,7 +471,14 @@ mod tests {
         let e = echo_request(1, 2, padding(Some(1400), ECHO_HEADERS));
         assert_eq!(e.len() + 20, 1400);
         assert_eq!(checksum(&e), 0);
-        let syn = tcp_syn(ME, 40000, TARGET, 2380, 5, padding(Some(1400), SYN_HEADERS));
+        let syn = tcp_syn(
+            ME.into(),
+            40000,
+            TARGET.into(),
+            2380,
+            5,
+            padding(Some(1400), SYN_HEADERS),
+        );
         assert_eq!(syn.len() + 20, 1400);
         let mut pseudo = Vec::new();
         pseudo.extend_from_slice(&ME.octets());
@@ -426,5 +571,108 @@ mod tests {
         );
         seg[13] = TCP_ACK; // an ordinary segment of some other connection
         assert!(parse_tcp(&ip(TARGET, ME, PROTO_TCP, &seg)).is_none());
+    }
+
+    const ROUTER6: &str = "fd00:198:18::2";
+    const ME6: &str = "fd00:198:18::1";
+    const TARGET6: &str = "fd00:198:18::4";
+
+    fn ip6(a: &str) -> IpAddr {
+        a.parse().unwrap()
+    }
+
+    /// An IPv6 header from ME6 to `dst` carrying `next`, then `payload` (as a router quotes it).
+    fn quoted6(dst: &str, next: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x60, 0, 0, 0, 0, payload.len() as u8, next, 1];
+        p.extend_from_slice(&v6(ip6(ME6)).octets());
+        p.extend_from_slice(&v6(ip6(dst)).octets());
+        p.extend_from_slice(payload);
+        p
+    }
+
+    #[test]
+    fn icmpv6_answers_name_their_probe_and_kind() {
+        let echo = echo_request6(0xbeef, 9, None);
+        assert_eq!(
+            (echo[0], echo[2], echo[3]),
+            (128, 0, 0),
+            "checksum left to the kernel"
+        );
+        let mut te = vec![ICMP6_TIME_EXCEEDED, 0, 0, 0, 0, 0, 0, 0];
+        te.extend_from_slice(&quoted6(TARGET6, PROTO_ICMPV6, &echo));
+        let r = parse_icmp6(&te, ip6(ROUTER6)).unwrap();
+        assert_eq!(r.from, ip6(ROUTER6));
+        assert_eq!(r.kind, ReplyKind::TimeExceeded);
+        assert_eq!(
+            r.probe,
+            ProbeId::Echo {
+                ident: 0xbeef,
+                seq: 9
+            }
+        );
+        assert_eq!(r.quoted_dst, Some(ip6(TARGET6)));
+        // Port unreachable (code 4) from the target reads as ICMP's port unreachable.
+        let udp = [0x9c, 0x40, 0x82, 0x9a, 0, 8, 0, 0];
+        let mut pu = vec![ICMP6_DEST_UNREACHABLE, 4, 0, 0, 0, 0, 0, 0];
+        pu.extend_from_slice(&quoted6(TARGET6, PROTO_UDP, &udp));
+        let r = parse_icmp6(&pu, ip6(TARGET6)).unwrap();
+        assert_eq!(r.kind, ReplyKind::Unreachable(CODE_PORT_UNREACHABLE));
+        assert_eq!(
+            r.probe,
+            ProbeId::Udp {
+                src_port: 40000,
+                dst_port: 33434
+            }
+        );
+        // Packet Too Big: the MTU is 32 bits.
+        let syn = tcp_syn(ip6(ME6), 40000, ip6(TARGET6), 2380, 77, Some(1400));
+        let mut ptb = vec![ICMP6_PACKET_TOO_BIG, 0, 0, 0, 0, 0, 0x05, 0x78];
+        ptb.extend_from_slice(&quoted6(TARGET6, PROTO_TCP, &syn[..8]));
+        let r = parse_icmp6(&ptb, ip6(ROUTER6)).unwrap();
+        assert_eq!(r.kind, ReplyKind::FragNeeded { mtu: 1400 });
+        assert_eq!(
+            r.probe,
+            ProbeId::Tcp {
+                src_port: 40000,
+                dst_port: 2380,
+                seq: 77
+            }
+        );
+        // An echo reply; a request and a short quote are not answers.
+        let mut reply = echo.clone();
+        reply[0] = ICMP6_ECHO_REPLY;
+        assert_eq!(
+            parse_icmp6(&reply, ip6(TARGET6)).unwrap().kind,
+            ReplyKind::EchoReply
+        );
+        assert!(parse_icmp6(&echo, ip6(ME6)).is_none());
+        assert!(parse_icmp6(&te[..40], ip6(ROUTER6)).is_none());
+    }
+
+    #[test]
+    fn an_ipv6_syn_checksums_over_the_ipv6_pseudo_header() {
+        let syn = tcp_syn(ip6(ME6), 40000, ip6(TARGET6), 2380, 5, None);
+        let mut pseudo = Vec::new();
+        pseudo.extend_from_slice(&v6(ip6(ME6)).octets());
+        pseudo.extend_from_slice(&v6(ip6(TARGET6)).octets());
+        pseudo.extend_from_slice(&(syn.len() as u32).to_be_bytes());
+        pseudo.extend_from_slice(&[0, 0, 0, PROTO_TCP]);
+        pseudo.extend_from_slice(&syn);
+        assert_eq!(checksum(&pseudo), 0);
+        let mut seg = vec![0u8; 20];
+        seg[0..2].copy_from_slice(&2380u16.to_be_bytes());
+        seg[2..4].copy_from_slice(&40000u16.to_be_bytes());
+        seg[8..12].copy_from_slice(&6u32.to_be_bytes());
+        seg[13] = TCP_SYN | TCP_ACK;
+        let r = parse_tcp6(&seg, ip6(TARGET6)).unwrap();
+        assert_eq!((r.kind, r.from), (ReplyKind::SynAck, ip6(TARGET6)));
+        assert_eq!(
+            r.probe,
+            ProbeId::Tcp {
+                src_port: 40000,
+                dst_port: 2380,
+                seq: 5
+            }
+        );
     }
 }

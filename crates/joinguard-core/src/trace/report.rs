@@ -179,7 +179,7 @@ pub(crate) fn write_table<W: Write + ?Sized>(t: &PathTrace, w: &mut W) -> io::Re
     Ok(())
 }
 
-fn hop_name(hop: u8, addr: Option<std::net::Ipv4Addr>) -> String {
+fn hop_name(hop: u8, addr: Option<std::net::IpAddr>) -> String {
     match addr {
         Some(a) => format!("hop {hop} ({a})"),
         None => format!("hop {hop}"),
@@ -228,12 +228,17 @@ pub fn findings(t: &PathTrace, a: &Attribution) -> Vec<String> {
             )),
         }
     }
+    let too_big = if t.address.is_ipv6() {
+        "ICMPv6 \"Packet Too Big\""
+    } else {
+        "\"fragmentation needed\""
+    };
     for h in t.hops.iter().filter(|h| h.mtu.is_some()) {
         let (mtu, from) = (h.mtu.unwrap_or_default(), h.mtu_from);
         out.push(format!(
             "the path MTU drops to {mtu} bytes at {}: {} answered larger probes with \
-             \"fragmentation needed\", and later probes went at {mtu} bytes (the kernel copes \
-             while this ICMP arrives; a firewall that drops it makes the path a blackhole)",
+             {too_big}, and later probes went at {mtu} bytes (the kernel copes while this ICMP \
+             arrives; a firewall that drops it makes the path a blackhole)",
             hop_name(h.ttl, h.address),
             from.map_or("a router".to_string(), |f| f.to_string()),
         ));
@@ -297,7 +302,7 @@ mod tests {
             hop(3, Some(60.3), 10, 10),
         ];
         hops[2].is_target = true;
-        hops[2].address = Some(std::net::Ipv4Addr::new(198, 18, 0, 4));
+        hops[2].address = Some(std::net::Ipv4Addr::new(198, 18, 0, 4).into());
         let p = TracedPath::new(path(hops));
         let mut out = Vec::new();
         render_text(&p, "[trace]", &mut out).unwrap();

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use netlab::etcd::{EtcdCluster, EtcdSpec};
 use netlab::harness::{self, serial, Run, RUN_TIMEOUT};
-use netlab::{Impairment, Lab};
+use netlab::{Impairment, IpFamily, Lab};
 use serde_json::Value;
 
 use crate::JOINGUARD;
@@ -160,6 +160,86 @@ fn three_hops_show_the_60ms_step_at_hop_2() {
     assert!(run
         .stdout
         .contains(&format!("[trace] {m1} reached at hop 3 (echo reply)")));
+}
+
+/// The same path over IPv6 (hop limit, ICMPv6 Time Exceeded from each router's IPv6 address):
+/// every mode names hop 2 as where the 60 ms appear, each hop by its IPv6 address; a 1,500-byte
+/// trace across a 1,400-byte link answered with Packet Too Big shows the MTU at hop 2.
+#[test]
+fn ipv6_trace_in_every_mode_names_the_hop_and_a_packet_too_big() {
+    let _s = serial();
+    let lab = Lab::builder()
+        .hosts(["joiner", "r1", "r2", "m1"])
+        .route(&["joiner", "r1", "r2", "m1"])
+        .ip_family(IpFamily::V6)
+        .seed(6)
+        .build()
+        .expect("routed IPv6 lab");
+    slow_middle(&lab);
+    let a6 = |h: &str| lab.host(h).addr6().expect("IPv6 lab").to_string();
+    let m1 = a6("m1");
+    let bracketed = format!("[{m1}]:2380");
+    for (target, protocol, reply) in [
+        (m1.as_str(), "icmp", "echo-reply"),
+        (m1.as_str(), "udp", "port-unreachable"),
+        (bracketed.as_str(), "tcp", "rst"),
+    ] {
+        let run = trace(
+            &lab,
+            &[
+                target,
+                "--protocol",
+                protocol,
+                "--cycles",
+                "5",
+                "--interval",
+                "100ms",
+                "-o",
+                "json",
+            ],
+        );
+        assert_eq!(run.code, 0, "{protocol}: {run}");
+        crate::schema::assert_valid("trace", &run);
+        let v = run.json();
+        assert_eq!(v["address"], m1, "{run}");
+        assert_eq!(v["reached"], true, "{protocol}: {run}");
+        assert_eq!(v["finalReply"], reply, "{protocol}: {run}");
+        let hops = v["hops"].as_array().expect("hops");
+        assert_eq!(hops.len(), 3, "{protocol}: {run}");
+        for (hop, host) in hops.iter().zip(["r1", "r2", "m1"]) {
+            assert_eq!(hop["address"], a6(host), "{protocol}: {run}");
+        }
+        let (b, a) = assert_step(hops, &run);
+        eprintln!("IPv6 {protocol}: step at hop 2: best {b:.3} ms, avg {a:.3} ms");
+        assert_eq!(v["attribution"]["latency"]["hop"], 2, "{run}");
+    }
+
+    lab.net().set_link(
+        lab.host("r1"),
+        lab.host("r2"),
+        Impairment::delay(ms(ONE_WAY_MS)).with_mtu(1400, true),
+    );
+    let run = trace(
+        &lab,
+        &[
+            &m1,
+            "--size",
+            "1500",
+            "--cycles",
+            "3",
+            "--interval",
+            "100ms",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        run.stdout.contains(&format!(
+            "the path MTU drops to 1400 bytes at hop 2 ({r2}): {r2} answered larger probes with \
+             ICMPv6 \"Packet Too Big\"",
+            r2 = a6("r2")
+        )),
+        "{run}"
+    );
 }
 
 #[test]
