@@ -42,10 +42,12 @@ pub enum CheckName {
     EtcdDialTime,
     /// Whether full-size packets cross to a host (`pmtu`).
     PathMtu,
+    /// Whether this node's advertise address is of the family the etcd members advertise.
+    EtcdAddressFamily,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 18] = [
+    pub const ALL: [CheckName; 19] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -64,6 +66,7 @@ impl CheckName {
         CheckName::EtcdVersionSkew,
         CheckName::EtcdDialTime,
         CheckName::PathMtu,
+        CheckName::EtcdAddressFamily,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -88,6 +91,7 @@ impl CheckName {
             CheckName::EtcdVersionSkew => "EtcdVersionSkew",
             CheckName::EtcdDialTime => "EtcdDialTime",
             CheckName::PathMtu => "PathMTU",
+            CheckName::EtcdAddressFamily => "EtcdAddressFamily",
         }
     }
 

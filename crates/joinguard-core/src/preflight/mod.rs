@@ -283,6 +283,10 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     notes.extend(obs.notes.iter().cloned());
     if let Some(addr) = input.advertise_address {
         notes.extend(source_address_notes(addr, &summaries));
+        let targets: Vec<&Target> = summaries.iter().map(|s| &s.target).collect();
+        if let Some(c) = address_family_check(addr, &targets) {
+            checks.push(c);
+        }
     }
     if let Some((target, db_size, result)) = &obs.snapshot {
         match result {
@@ -338,6 +342,59 @@ impl PreflightInput {
     }
 }
 
+/// `EtcdAddressFamily`: the members' peer URLs and this node's advertise address in one family.
+/// kubeadm registers the new member at `https://<advertise address>:2380` and every member dials
+/// it there; a cluster whose members advertise only the other family has been built in that
+/// family (etcd and the API server follow the node IP's first family), and a node that advertises
+/// this one was left with the wrong address (kubernetes-sigs/kind #348: without
+/// `advertiseAddress` a second control plane fell back to IPv4). `None` when the members' family
+/// is unknown or mixed, or matches.
+fn address_family_check(advertise: IpAddr, targets: &[&Target]) -> Option<CheckResult> {
+    let family = |ip: &IpAddr| if ip.is_ipv6() { "IPv6" } else { "IPv4" };
+    let of_kind = |kind: TargetKind| -> Vec<IpAddr> {
+        targets
+            .iter()
+            .filter(|t| t.kind == kind)
+            .filter_map(|t| t.ip())
+            .collect()
+    };
+    let mut peers = of_kind(TargetKind::EtcdPeer);
+    if peers.is_empty() {
+        peers = of_kind(TargetKind::EtcdClient);
+    }
+    peers.sort();
+    peers.dedup();
+    let first = peers.first()?;
+    if peers.iter().any(|p| p.is_ipv6() != first.is_ipv6())
+        || first.is_ipv6() == advertise.is_ipv6()
+    {
+        return None;
+    }
+    let listed: Vec<String> = peers.iter().map(ToString::to_string).collect();
+    Some(CheckResult {
+        name: CheckName::EtcdAddressFamily,
+        target: CLUSTER_TARGET.to_string(),
+        status: Status::Error,
+        message: format!(
+            "this node's advertise address {advertise} is {}, but the etcd members advertise \
+             {} addresses ({}): kubeadm would register this node's member at {}, which every \
+             member must dial in {}, and a cluster built in {} has no such path (etcd and the \
+             API server follow the node's first IP family; kubernetes-sigs/kind #348). Give this \
+             node's {} address as the advertise address (--apiserver-advertise-address, \
+             controlPlane.localAPIEndpoint.advertiseAddress)",
+            family(&advertise),
+            family(first),
+            listed.join(", "),
+            NodeRef::peer_url_for(advertise),
+            family(&advertise),
+            family(first),
+            family(first),
+        ),
+        measured: None,
+        threshold: None,
+    })
+}
+
 /// Where the kernel would send this node's etcd traffic from. etcd peers check a peer
 /// certificate's IP SANs against the address a connection comes from, and kubeadm puts the
 /// advertise address into the etcd peer certificate: a route that leaves from another address
@@ -380,8 +437,57 @@ fn source_address_notes(advertise: IpAddr, summaries: &[Summary]) -> Vec<String>
     if out.is_empty() && !seen.is_empty() {
         out.push(format!(
             "this node's etcd traffic leaves from the advertise address {advertise} (the new \
-             member would advertise https://{advertise}:2380)"
+             member would advertise {})",
+            NodeRef::peer_url_for(advertise)
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod family_tests {
+    use super::*;
+
+    fn peer(url: &str) -> Target {
+        Target::parse_url(TargetKind::EtcdPeer, url).unwrap()
+    }
+
+    /// A node advertising IPv4 to members that advertise IPv6 (and the reverse) is named, with
+    /// the peer URL kubeadm would register; one family, or members of both, is no finding.
+    #[test]
+    fn an_advertise_address_of_the_other_family_is_an_error() {
+        let v6 = [
+            peer("https://[fd00:198:18::2]:2380"),
+            peer("https://[fd00:198:18::3]:2380"),
+        ];
+        let refs: Vec<&Target> = v6.iter().collect();
+        let c = address_family_check("10.0.0.5".parse().unwrap(), &refs).expect("a finding");
+        assert_eq!(
+            (c.name, c.status),
+            (CheckName::EtcdAddressFamily, Status::Error)
+        );
+        assert!(
+            c.message.starts_with(
+                "this node's advertise address 10.0.0.5 is IPv4, but the etcd members advertise \
+                 IPv6 addresses (fd00:198:18::2, fd00:198:18::3): kubeadm would register this \
+                 node's member at https://10.0.0.5:2380"
+            ),
+            "{}",
+            c.message
+        );
+        let c = address_family_check(
+            "fd00::5".parse().unwrap(),
+            &[&peer("https://10.0.0.2:2380")],
+        )
+        .expect("a finding");
+        assert!(
+            c.message.contains("at https://[fd00::5]:2380"),
+            "{}",
+            c.message
+        );
+        assert!(address_family_check("fd00::5".parse().unwrap(), &refs).is_none());
+        let mixed = [&v6[0], &peer("https://10.0.0.2:2380")];
+        assert!(address_family_check("10.0.0.5".parse().unwrap(), &mixed).is_none());
+        assert!(address_family_check("10.0.0.5".parse().unwrap(), &[]).is_none());
+    }
 }

@@ -217,3 +217,34 @@ labtest!(
         }
     }
 );
+
+labtest!(
+    /// A dual-stack lab whose etcd members advertise IPv4 (the node IPs' first family): a
+    /// joining node that advertises its IPv6 address would register a member the others must
+    /// dial over IPv6, and is unfit (EtcdAddressFamily, exit 1); the same node advertising its
+    /// IPv4 address is fit.
+    etcd_dual_stack_advertise_address_of_the_other_family_is_unfit,
+    lab6(Duration::from_millis(1)).ip_family(IpFamily::Dual),
+    |env| {
+        let v6 = env.joiner().addr6().expect("dual stack").to_string();
+        let v4 = env.joiner().addr().to_string();
+        let run = join_line(&env, &["--apiserver-advertise-address", &v6]);
+        assert_eq!(run.code, 1, "{run}");
+        let line = run
+            .stdout
+            .lines()
+            .chain(run.stderr.lines())
+            .find(|l| l.contains("[ERROR EtcdAddressFamily]"))
+            .unwrap_or_else(|| panic!("no EtcdAddressFamily error: {run}"));
+        assert!(
+            line.contains(&format!(
+                "this node's advertise address {v6} is IPv6, but the etcd members advertise \
+                 IPv4 addresses"
+            )) && line.contains(&format!("https://[{v6}]:2380")),
+            "{line}"
+        );
+        let run = join_line(&env, &["--apiserver-advertise-address", &v4]);
+        assert_eq!(run.code, 0, "{run}");
+        assert!(!run.stdout.contains("EtcdAddressFamily"), "{run}");
+    }
+);
