@@ -34,6 +34,9 @@ pub enum Request {
         to: String,
         spec: String,
         both: bool,
+        /// `ipv4` or `ipv6`: only that family's packets (a dual-stack lab); absent: both.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        family: Option<String>,
     },
     /// Counters of every direction that carried traffic.
     Stats,
@@ -108,11 +111,31 @@ fn apply(lab: &Lab, req: Request) -> Reply {
             to,
             spec,
             both,
+            family,
         } => {
             let imp: Impairment = match spec.parse() {
                 Ok(i) => i,
                 Err(e) => return fail(e.to_string()),
             };
+            let fam = match family.as_deref().map(str::parse::<crate::IpFamily>) {
+                None => crate::IpFamily::Dual,
+                Some(Ok(f)) if f != crate::IpFamily::Dual => f,
+                Some(_) => return fail("--family takes ipv4 or ipv6".into()),
+            };
+            if let Some(f) = family.as_deref() {
+                let Some(a) = lab.try_host(&from) else {
+                    return fail(format!("no host `{from}`"));
+                };
+                let Some(b) = lab.try_host(&to) else {
+                    return fail(format!("no host `{to}` (--family needs one host, not `*`)"));
+                };
+                if both {
+                    lab.net().set_link_family(a, b, fam, imp.clone());
+                    return done(format!("{from} <-> {to} ({f} only): {imp}"));
+                }
+                lab.net().set_family(a, b, fam, imp.clone());
+                return done(format!("{from} -> {to} ({f} only): {imp}"));
+            }
             let Some(a) = lab.try_host(&from) else {
                 return fail(format!("no host `{from}`"));
             };

@@ -86,6 +86,9 @@ struct Shared {
     /// `next[from * n + dst]`: the host a packet read from `from` for `dst` is delivered to, when
     /// a route says so; `None` delivers it to `dst` directly. Fixed when the lab is built.
     next: Vec<Option<usize>>,
+    /// Two per direction of each pair: `dirs[2 * (from * n + to) + family]`, family 0 for IPv4
+    /// packets and 1 for IPv6 ones, so one family's path can be impaired alone (a dual-stack
+    /// name whose AAAA path is dark). Every setter but [`Network::set_family`] sets both.
     dirs: Mutex<Vec<Direction>>,
     stats: Vec<AtomicStats>,
     unroutable: AtomicU64,
@@ -167,7 +170,7 @@ impl Network {
             names,
             addrs,
             next,
-            dirs: Mutex::new((0..n * n).map(|_| Direction::default()).collect()),
+            dirs: Mutex::new((0..2 * n * n).map(|_| Direction::default()).collect()),
             stats: (0..n * n).map(|_| AtomicStats::default()).collect(),
             unroutable: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -190,13 +193,32 @@ impl Network {
     /// to `to`'s. A pair whose traffic is routed through other hosts never crosses its own
     /// link; impair a hop of its route instead (e.g. `set_link(r1, r2, ..)`).
     pub fn set(&self, from: &Host, to: &Host, imp: Impairment) {
+        self.set_family(from, to, crate::IpFamily::Dual, imp);
+    }
+
+    /// Sets the impairment of one family's packets from `from` to `to` (one direction):
+    /// [`crate::IpFamily::V4`] or [`crate::IpFamily::V6`] alone, or both with `Dual` (as
+    /// [`Network::set`]).
+    pub fn set_family(&self, from: &Host, to: &Host, family: crate::IpFamily, imp: Impairment) {
         let n = self.shared.n();
+        let pair = from.index() * n + to.index();
         let mut dirs = lock(&self.shared.dirs);
-        let d = &mut dirs[from.index() * n + to.index()];
-        d.imp = imp;
-        if d.imp.rate_bps.is_none() {
-            d.wire_free = None;
+        for (slot, on) in [(0, family.has_v4()), (1, family.has_v6())] {
+            if !on {
+                continue;
+            }
+            let d = &mut dirs[2 * pair + slot];
+            d.imp = imp.clone();
+            if d.imp.rate_bps.is_none() {
+                d.wire_free = None;
+            }
         }
+    }
+
+    /// [`Network::set_family`] in both directions between `a` and `b`.
+    pub fn set_link_family(&self, a: &Host, b: &Host, family: crate::IpFamily, imp: Impairment) {
+        self.set_family(a, b, family, imp.clone());
+        self.set_family(b, a, family, imp);
     }
 
     /// Sets the same impairment in both directions between `a` and `b`. A delay given here is per
@@ -211,8 +233,10 @@ impl Network {
         let n = self.shared.n();
         let mut dirs = lock(&self.shared.dirs);
         for other in (0..n).filter(|&o| o != h.index()) {
-            dirs[h.index() * n + other].imp = imp.clone();
-            dirs[other * n + h.index()].imp = imp.clone();
+            for pair in [h.index() * n + other, other * n + h.index()] {
+                dirs[2 * pair].imp = imp.clone();
+                dirs[2 * pair + 1].imp = imp.clone();
+            }
         }
     }
 
@@ -228,10 +252,10 @@ impl Network {
         self.set_all(Impairment::none());
     }
 
-    /// The impairment from `from` to `to`.
+    /// The impairment from `from` to `to` (of IPv4 packets, when the families differ).
     pub fn get(&self, from: &Host, to: &Host) -> Impairment {
         let n = self.shared.n();
-        lock(&self.shared.dirs)[from.index() * n + to.index()]
+        lock(&self.shared.dirs)[2 * (from.index() * n + to.index())]
             .imp
             .clone()
     }
@@ -374,7 +398,7 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                 let now = Instant::now();
                 let release = {
                     let mut dirs = lock(&sh.dirs);
-                    let d = &mut dirs[pair];
+                    let d = &mut dirs[2 * pair + usize::from(pkt[0] >> 4 == 6)];
                     if let Some(mss) = d.imp.mss {
                         clamp_mss(pkt, mss);
                     }

@@ -279,6 +279,26 @@ pub(crate) fn delete_netns(name: &str) {
         .args(["netns", "delete", name])
         .stderr(Stdio::null())
         .status();
+    let _ = std::fs::remove_dir_all(etc_dir(name));
+}
+
+/// `/etc/netns/<name>`: files `ip netns exec` bind-mounts over `/etc` in the namespace.
+pub(crate) fn etc_dir(name: &str) -> std::path::PathBuf {
+    std::path::Path::new("/etc/netns").join(name)
+}
+
+/// Writes the namespace's own `/etc/hosts` (`ip netns exec` mounts `/etc/netns/<name>/hosts`
+/// over it): loopback, then `entries` (address, name). A lab name with an IPv4 and an IPv6 line
+/// resolves to both, as a dual-stack DNS name does.
+pub(crate) fn write_hosts(name: &str, entries: &[(IpAddr, &str)]) -> Result<(), Error> {
+    let dir = etc_dir(name);
+    let mut text = String::from("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n");
+    for (ip, host) in entries {
+        text.push_str(&format!("{ip} {host}\n"));
+    }
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join("hosts"), text))
+        .map_err(|e| Error::Netns(format!("write {}/hosts: {e}", dir.display())))
 }
 
 /// The pids of processes inside the namespace.

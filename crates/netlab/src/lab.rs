@@ -257,6 +257,18 @@ impl LabBuilder {
         for &i in &routers {
             make_router(partial.hosts[i].netns(), family)?;
         }
+        if family.has_v6() {
+            // Every host's name resolves in every host, to each of its addresses (both in a
+            // dual-stack lab, as a DNS name with A and AAAA records).
+            let entries: Vec<(IpAddr, &str)> = partial
+                .hosts
+                .iter()
+                .flat_map(|h| h.ips().into_iter().map(move |ip| (ip, h.name())))
+                .collect();
+            for h in &partial.hosts {
+                host::write_hosts(h.netns(), &entries)?;
+            }
+        }
         let names = self.hosts.clone();
         let seed = self.seed.unwrap_or_else(|| rand::rng().random());
         partial.family = family;

@@ -68,6 +68,14 @@ pub fn find(prefix: &str) -> Leftovers {
             }
         }
     }
+    if let Ok(rd) = std::fs::read_dir("/etc/netns") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(prefix) {
+                out.dirs.push(e.path());
+            }
+        }
+    }
     if let Ok(rd) = std::fs::read_dir(crate::control::SOCKET_DIR) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();

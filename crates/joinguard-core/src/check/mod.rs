@@ -24,6 +24,7 @@ mod clock;
 mod cluster;
 mod dial;
 mod etcd_health;
+mod family;
 mod identity;
 mod latency;
 mod loss;
@@ -36,6 +37,7 @@ mod thresholds;
 mod wording;
 
 pub use etcd_health::EtcdMemberHealth;
+pub use family::FamilyProbe;
 pub use model::{
     CheckName, CheckNameError, CheckResult, IgnoreList, Status, Verdict, CLUSTER_TARGET,
 };

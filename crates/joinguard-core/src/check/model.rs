@@ -44,10 +44,12 @@ pub enum CheckName {
     PathMtu,
     /// Whether this node's advertise address is of the family the etcd members advertise.
     EtcdAddressFamily,
+    /// Whether both families of a dual-stack API endpoint name answer (`family`).
+    ApiServerAddressFamily,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 19] = [
+    pub const ALL: [CheckName; 20] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -67,6 +69,7 @@ impl CheckName {
         CheckName::EtcdDialTime,
         CheckName::PathMtu,
         CheckName::EtcdAddressFamily,
+        CheckName::ApiServerAddressFamily,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -92,6 +95,7 @@ impl CheckName {
             CheckName::EtcdDialTime => "EtcdDialTime",
             CheckName::PathMtu => "PathMTU",
             CheckName::EtcdAddressFamily => "EtcdAddressFamily",
+            CheckName::ApiServerAddressFamily => "APIServerAddressFamily",
         }
     }
 

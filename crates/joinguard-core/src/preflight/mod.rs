@@ -246,6 +246,7 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     }
     checks.extend(checker.etcd_dial_time(&obs.members));
     checks.extend(checker.path_mtu(&obs.pmtu, &obs.fullsize));
+    checks.extend(obs.families.iter().filter_map(|f| checker.api_families(f)));
     if let Some(list) = &obs.member_list {
         checks.extend(checker.cluster_state(list, &node));
     }

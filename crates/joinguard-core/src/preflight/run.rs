@@ -92,6 +92,8 @@ pub struct Observations {
     pub pmtu: Vec<(Target, Result<PathMtu, IcmpError>)>,
     /// The full-size TCP exchange per etcd peer target (`PathMTU`'s TCP side).
     pub fullsize: Vec<(Target, Result<FullSize, NoExchange>)>,
+    /// Each family of an API endpoint name with addresses of both (`APIServerAddressFamily`).
+    pub families: Vec<crate::check::FamilyProbe>,
 }
 
 /// Where each stream is offered the moment it finishes, before the run is over: preflight
@@ -168,6 +170,7 @@ impl Shared {
             s.icmp_endpoints.extend(o.icmp_endpoints);
             s.pmtu.extend(o.pmtu);
             s.fullsize.extend(o.fullsize);
+            s.families.extend(o.families);
             for n in o.notes {
                 if !s.notes.contains(&n) {
                     s.notes.push(n);
@@ -518,6 +521,7 @@ pub async fn observe(
             api.clone(),
             &shared,
         )));
+        tasks.push(Box::pin(api_families(clock, api.clone(), &shared)));
     }
     // ICMP streams run on a thread of their own: their timestamps must not wait behind the TLS
     // and gRPC work of the other probes, which all share this task.
@@ -1187,6 +1191,55 @@ async fn api_target(
     }
     shared.push(&target, ProbeKind::ApiReadyz, samples);
 }
+
+/// Connects to each family of an API endpoint name, when it has addresses of both: the first
+/// address of each in the order a Go client dials them, three connects each, 100 ms apart, each bounded by [`FAMILY_CONNECT_TIMEOUT`] and the run's deadline. The API
+/// streams themselves dial the name as kubeadm does (both families, `probe::dial`), so they
+/// cannot tell a dark family from a slow path.
+async fn api_families(clock: Clock, target: Target, shared: &Shared) {
+    if target.ip().is_some() {
+        return;
+    }
+    let left = clock.deadline.saturating_duration_since(Instant::now());
+    let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
+    let Ok(Ok(found)) = tokio::time::timeout(left.min(Duration::from_secs(2)), lookup).await else {
+        return;
+    };
+    let addrs: Vec<std::net::SocketAddr> = found.collect();
+    let (primaries, fallbacks) = crate::probe::dial::go_order(&addrs);
+    let (Some(&pa), Some(&fa)) = (primaries.first(), fallbacks.first()) else {
+        return;
+    };
+    let connects = |addr: std::net::SocketAddr| async move {
+        let literal = Target::parse(target.kind, &addr.to_string(), true).ok();
+        let one = |i: u32| {
+            let literal = literal.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(100) * i).await;
+                let left = clock.deadline.saturating_duration_since(Instant::now());
+                match literal {
+                    Some(t) => tcp::probe(&t, left.min(FAMILY_CONNECT_TIMEOUT)).await,
+                    None => Sample {
+                        result: Err(ProbeFailure::Io(format!("{addr}: not an endpoint"))),
+                    },
+                }
+            }
+        };
+        let (a, b, c) = tokio::join!(one(0), one(1), one(2));
+        vec![a, b, c]
+    };
+    let (ps, fs) = tokio::join!(connects(pa), connects(fa));
+    shared.with(|o| {
+        o.families.push(crate::check::FamilyProbe {
+            target: target.clone(),
+            primary: (pa, ps),
+            fallback: (fa, fs),
+        })
+    });
+}
+
+/// How long one of them may take: past Go's 300 ms fallback delay several times over.
+const FAMILY_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A `/readyz` answer as a sample: only `200 ok` is a ready answer. Anything else (a 503, an
 /// error page, a body over [`http::MAX_BODY`]) is a not-ready answer, which `APIServerReady`

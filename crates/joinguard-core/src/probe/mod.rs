@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub(crate) mod bpf;
+pub mod dial;
 pub mod etcd;
 pub(crate) mod failure;
 pub(crate) mod fullsize;

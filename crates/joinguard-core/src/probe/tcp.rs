@@ -43,8 +43,8 @@ pub(crate) fn classify_io(err: &io::Error, timeout: Duration) -> ProbeFailure {
 }
 
 /// Resolves `host` (an IP literal or a DNS name) and connects to the first address that accepts,
-/// all within `timeout`. Tries the resolved addresses in order; the failure reported is the last
-/// one's.
+/// all within `timeout`, in the order and with the family fallback of a Go client
+/// ([`super::dial`]); the failure reported is the primary family's.
 pub async fn connect(
     host: &str,
     port: u16,
@@ -85,24 +85,19 @@ async fn connect_socket(
     if addrs.is_empty() {
         return Err(ProbeFailure::Io(format!("resolve {host}: no addresses")));
     }
-    let mut last = ProbeFailure::Io("no address tried".into());
-    for addr in addrs {
-        let t0 = Instant::now();
-        match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
-            Err(_) => return Err(ProbeFailure::Timeout(ms(timeout))),
-            Ok(Ok(stream)) => {
-                let connect = t0.elapsed();
-                return Ok(TcpConnected {
-                    stream,
-                    peer: addr,
-                    dns,
-                    connect,
-                });
-            }
-            Ok(Err(e)) => last = classify_io(&e, timeout),
-        }
+    // A name's addresses are dialled as a Go client (kubeadm) dials them: RFC 6724 order, the
+    // other family 300 ms later ("Happy Eyeballs", `dial`).
+    let t0 = Instant::now();
+    match super::dial::connect(&addrs, deadline).await {
+        Ok((stream, peer)) => Ok(TcpConnected {
+            stream,
+            peer,
+            dns,
+            connect: t0.elapsed(),
+        }),
+        Err(super::dial::DialError::Timeout) => Err(ProbeFailure::Timeout(ms(timeout))),
+        Err(super::dial::DialError::Io(e)) => Err(classify_io(&e, timeout)),
     }
-    Err(last)
 }
 
 /// One TCP connect sample against `target`: the `connect()` time, excluding name resolution.

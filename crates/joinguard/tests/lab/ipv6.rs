@@ -23,10 +23,14 @@ fn lab6(one_way: Duration) -> EnvBuilder {
 /// `joinguard preflight <api> --token .. --discovery-token-ca-cert-hash .. --control-plane
 /// --certificate-key ..`, from the joiner, with `extra` flags.
 fn join_line(env: &LabEnv, extra: &[&str]) -> Run {
-    let api = env.api().addr().to_string();
+    join_line_to(env, &env.api().addr().to_string(), extra)
+}
+
+/// [`join_line`] to the API endpoint `api` (a name, in the dual-stack tests).
+fn join_line_to(env: &LabEnv, api: &str, extra: &[&str]) -> Run {
     let mut args = vec![
         "preflight",
-        &api,
+        api,
         "--token",
         TOKEN,
         "--discovery-token-ca-cert-hash",
@@ -246,5 +250,77 @@ labtest!(
         let run = join_line(&env, &["--apiserver-advertise-address", &v4]);
         assert_eq!(run.code, 0, "{run}");
         assert!(!run.stdout.contains("EtcdAddressFamily"), "{run}");
+    }
+);
+
+/// The `APIServerAddressFamily` check of a run, as JSON.
+fn family_check(run: &Run) -> Value {
+    let v = run.json();
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "APIServerAddressFamily")
+        .cloned()
+        .unwrap_or_else(|| panic!("no APIServerAddressFamily check: {run}"))
+}
+
+labtest!(
+    /// A dual-stack API name (`api`, with an A and an AAAA record in every host's /etc/hosts):
+    /// with both families answering, no finding; with its AAAA path dark, a warning that names
+    /// IPv6 and says Go clients dial IPv4 first (the unique-local address sorts after IPv4 in
+    /// RFC 6724) and are not slowed; with its A path dark, a warning that Go clients wait 300 ms
+    /// for IPv6 on every connection. The join works every time: exit 0, as a Go client's would.
+    etcd_dual_stack_api_name_with_a_dark_family_warns_and_joins,
+    lab6(Duration::from_millis(1)).ip_family(IpFamily::Dual),
+    |env| {
+        let api = env.api().host().clone();
+        let (v4, v6) = (api.addr().to_string(), api.addr6().unwrap().to_string());
+        let run = join_line_to(&env, "api:6443", &["-o", "json"]);
+        assert_eq!(run.code, 0, "{run}");
+        crate::schema::assert_valid("preflight", &run);
+        let c = family_check(&run);
+        assert_eq!(c["status"], "ok", "{c}");
+        assert!(
+            c["message"].as_str().unwrap().contains(&format!(
+                "api has IPv4 {v4} (a Go client such as kubeadm dials it first) and IPv6 {v6}; \
+                 both answer"
+            )),
+            "{c}"
+        );
+
+        let dark = Impairment::blackout();
+        env.lab()
+            .net()
+            .set_link_family(env.joiner(), &api, IpFamily::V6, dark.clone());
+        let run = join_line_to(&env, "api:6443", &["-o", "json"]);
+        assert_eq!(run.code, 0, "{run}");
+        let c = family_check(&run);
+        assert_eq!(c["status"], "warning", "{c}");
+        let m = c["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!("IPv6 {v6} does not answer (connects timed out"))
+                && m.contains("Go clients dial IPv4 first and are not slowed"),
+            "{m}"
+        );
+
+        env.lab()
+            .net()
+            .set_link_family(env.joiner(), &api, IpFamily::V6, Impairment::none());
+        env.lab()
+            .net()
+            .set_link_family(env.joiner(), &api, IpFamily::V4, dark);
+        let run = join_line_to(&env, "api:6443", &["-o", "json"]);
+        assert_eq!(run.code, 0, "{run}");
+        let c = family_check(&run);
+        assert_eq!(c["status"], "warning", "{c}");
+        let m = c["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!(
+                "IPv4 {v4} does not answer (connects timed out after 1000 ms), so every new \
+                 connection of a Go client waits 300 ms before it tries IPv6 {v6}"
+            )),
+            "{m}"
+        );
     }
 );

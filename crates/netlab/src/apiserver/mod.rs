@@ -254,6 +254,12 @@ impl ApiServer {
         opts: ApiServerOptions,
     ) -> Result<ApiServer, Error> {
         let addr = SocketAddr::new(host.ip(), opts.port);
+        // A dual-stack host serves on its IPv6 address too, so a name with A and AAAA records
+        // reaches it by either family.
+        let addr6 = host
+            .addr6()
+            .filter(|_| addr.is_ipv4())
+            .map(|a| SocketAddr::new(a.into(), opts.port));
         let lo = if host.ip().is_ipv6() {
             IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
         } else {
@@ -342,20 +348,26 @@ impl ApiServer {
                         }
                     };
                     rt.block_on(async move {
-                        let listener = match std::net::TcpListener::bind(addr)
-                            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-                            .and_then(tokio::net::TcpListener::from_std)
-                        {
-                            Ok(l) => l,
-                            Err(source) => {
-                                let _ = ready_tx.send(Err(Error::Bind {
-                                    host: host_name,
-                                    addr,
-                                    source,
-                                }));
-                                return;
-                            }
+                        let bind = |at: SocketAddr| {
+                            std::net::TcpListener::bind(at)
+                                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                                .and_then(tokio::net::TcpListener::from_std)
                         };
+                        let mut listeners = Vec::new();
+                        for at in std::iter::once(addr).chain(addr6) {
+                            match bind(at) {
+                                Ok(l) => listeners.push(l),
+                                Err(source) => {
+                                    let _ = ready_tx.send(Err(Error::Bind {
+                                        host: host_name,
+                                        addr: at,
+                                        source,
+                                    }));
+                                    return;
+                                }
+                            }
+                        }
+                        let listener = listeners.remove(0);
                         let store = match store::Store::connect(
                             &endpoints,
                             &ca_pem,
@@ -387,6 +399,14 @@ impl ApiServer {
                         });
                         let _ =
                             ready_tx.send(Ok((shared.clone(), tokio::runtime::Handle::current())));
+                        for l in listeners {
+                            tokio::spawn(accept_loop(
+                                l,
+                                tls.clone(),
+                                shared.clone(),
+                                shutdown_rx.clone(),
+                            ));
+                        }
                         accept_loop(listener, tls, shared, shutdown_rx).await;
                     });
                     rt.shutdown_timeout(Duration::from_secs(2));

@@ -48,6 +48,9 @@ enum Cmd {
         /// Only from -> to (default: both directions).
         #[arg(long)]
         one_way: bool,
+        /// Only this family's packets, in a dual-stack lab (default: both families).
+        #[arg(long, value_parser = ["ipv4", "ipv6"])]
+        family: Option<String>,
     },
     /// Show the forwarder's counters of a running lab.
     Stats {
@@ -159,6 +162,7 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             to,
             spec,
             one_way,
+            family,
         } => {
             spec.parse::<Impairment>()
                 .map_err(|e| anyhow::anyhow!("impairment `{spec}`: {e}"))?;
@@ -169,6 +173,7 @@ fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                     to,
                     spec,
                     both: !one_way,
+                    family,
                 },
             )?;
             out(&r.message);
