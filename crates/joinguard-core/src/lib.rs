@@ -26,6 +26,7 @@ pub mod monitor;
 pub(crate) mod notes;
 pub mod preflight;
 pub mod probe;
+pub mod proxy;
 pub(crate) mod render;
 pub mod retry;
 pub(crate) mod sampling;

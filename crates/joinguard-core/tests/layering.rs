@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("spec", 1),
     ("logging", 1),
     ("yaml", 1),
+    ("proxy", 1),
     ("probe::identity", 1),
     ("kube", 2),
     ("kubeadm", 2),

@@ -8,8 +8,9 @@
 //! cells already in the CSV are skipped). Environment:
 //! - `JOINGUARD_SWEEP_CSV`: the CSV (default `target/bench/join-sweep.csv`);
 //! - `JOINGUARD_SWEEP_CELLS`: `grid` (default; the cells that locate each boundary), `smoke`,
-//!   `loss` or `jitter` (the grid's loss or jitter cells) or `none` (only redraw the plot and
-//!   the table);
+//!   `loss` or `jitter` (the grid's loss or jitter cells), `ipv6` (a subset of the grid on an
+//!   IPv6-only lab, with two path MTU cells; give it its own CSV) or `none` (only redraw the
+//!   plot and the table);
 //! - `JOINGUARD_SWEEP_BUDGET`: stop starting cells after this long (default `90m`);
 //! - `JOINGUARD_SWEEP_WINDOW`: the stability window (default `30s`);
 //! - `JOINGUARD_SWEEP_REPEAT`: runs of each cell with a random impairment (loss or jitter;
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 use netlab::etcd::EtcdSpec;
 use netlab::harness::{EnvBuilder, LabEnv};
 use netlab::join::{KubeadmEtcdTiming, StabilityWindow};
-use netlab::Impairment;
+use netlab::{Impairment, IpFamily};
 use plotters::prelude::*;
 use serde_json::Value;
 
@@ -57,6 +58,10 @@ struct Cell {
     /// 0: no rate limit.
     rate_mbit: u64,
     db_mb: u64,
+    /// The lab's address family: IPv4, or IPv6 only.
+    family: IpFamily,
+    /// A path MTU on the joiner's links, answered with "too big" (`true`) or silent.
+    mtu: Option<(usize, bool)>,
 }
 
 impl Cell {
@@ -70,8 +75,18 @@ impl Cell {
     }
 
     fn key(&self) -> String {
+        let family = if self.family == IpFamily::V6 {
+            "v6-"
+        } else {
+            ""
+        };
+        let mtu = match self.mtu {
+            Some((m, true)) => format!("-mtu{m}icmp"),
+            Some((m, false)) => format!("-mtu{m}"),
+            None => String::new(),
+        };
         format!(
-            "m{}-etcd{}-rtt{}-j{}-l{}-r{}-db{}",
+            "{family}m{}-etcd{}-rtt{}-j{}-l{}-r{}-db{}{mtu}",
             self.members,
             self.etcd,
             self.rtt_ms,
@@ -99,6 +114,9 @@ impl Cell {
         if self.rate_mbit > 0 {
             imp = imp.with_rate(self.rate_mbit * 1_000_000);
         }
+        if let Some((mtu, answer)) = self.mtu {
+            imp = imp.with_mtu(mtu, answer);
+        }
         imp
     }
 }
@@ -112,7 +130,35 @@ fn cell(members: usize, etcd: &'static str, rtt_ms: u64) -> Cell {
         loss_pct: 0.0,
         rate_mbit: 0,
         db_mb: 10,
+        family: IpFamily::V4,
+        mtu: None,
     }
+}
+
+/// A subset of the grid on an IPv6-only lab: clean, 80 and 300 ms, 5% loss, and two path MTU
+/// cells (1,280 bytes answered with Packet Too Big, IPv6's minimum; 1,400 bytes silent).
+fn ipv6() -> Vec<Cell> {
+    let v6 = |c: Cell| Cell {
+        family: IpFamily::V6,
+        ..c
+    };
+    vec![
+        v6(cell(3, "3.4", 2)),
+        v6(cell(3, "3.4", 80)),
+        v6(cell(3, "3.4", 300)),
+        v6(Cell {
+            loss_pct: 5.0,
+            ..cell(3, "3.4", 20)
+        }),
+        v6(Cell {
+            mtu: Some((1280, true)),
+            ..cell(3, "3.4", 2)
+        }),
+        v6(Cell {
+            mtu: Some((1400, false)),
+            ..cell(3, "3.4", 2)
+        }),
+    ]
 }
 
 /// The cells that locate each boundary: RTT alone on both topologies, loss and jitter at a
@@ -198,6 +244,7 @@ fn run_cell(c: &Cell, run: usize, window: &StabilityWindow) -> Result<String, St
         .bin(JOINGUARD)
         .name(format!("join-sweep-{}", c.key()))
         .members(c.members)
+        .ip_family(c.family)
         .etcd_spec(EtcdSpec {
             bin: bin.into(),
             ..EtcdSpec::default()
@@ -296,6 +343,7 @@ fn main() {
         });
     let cells = match std::env::var("JOINGUARD_SWEEP_CELLS").as_deref() {
         Ok("smoke") => smoke(),
+        Ok("ipv6") => ipv6(),
         // The grid's loss cells alone (both topologies), e.g. after a change to the loss rule.
         Ok("loss") => grid().into_iter().filter(|c| c.loss_pct > 0.0).collect(),
         // The grid's jitter cells alone.
