@@ -56,6 +56,9 @@ pub struct PairStats {
     pub dropped_queue: u64,
     /// Dropped for being longer than the link's `mtu` (answered or not).
     pub dropped_mtu: u64,
+    /// ICMP echoes dropped by `drop-ping`.
+    #[serde(default)]
+    pub dropped_ping: u64,
 }
 
 #[derive(Default)]
@@ -66,6 +69,7 @@ struct AtomicStats {
     dropped_blackout: AtomicU64,
     dropped_queue: AtomicU64,
     dropped_mtu: AtomicU64,
+    dropped_ping: AtomicU64,
 }
 
 /// Mutable state of one direction: its configuration and what the rate and ordering rules need.
@@ -270,6 +274,7 @@ impl Network {
             dropped_blackout: s.dropped_blackout.load(Ordering::Relaxed),
             dropped_queue: s.dropped_queue.load(Ordering::Relaxed),
             dropped_mtu: s.dropped_mtu.load(Ordering::Relaxed),
+            dropped_ping: s.dropped_ping.load(Ordering::Relaxed),
         }
     }
 
@@ -402,6 +407,10 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
                     if let Some(mss) = d.imp.mss {
                         clamp_mss(pkt, mss);
                     }
+                    if d.imp.drop_ping && is_echo(pkt) {
+                        stats.dropped_ping.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
                     match d.imp.mtu.filter(|m| len > *m) {
                         Some(mtu) => Err(d.imp.mtu_icmp.then_some(mtu)),
                         None => Ok(decide(d, len, now, &mut rng, stats)),
@@ -496,6 +505,19 @@ fn clamp_mss(pkt: &mut [u8], mss: u16) -> bool {
     let c = inet_checksum(&pseudo).to_be_bytes();
     pkt[ihl + 16..ihl + 18].copy_from_slice(&c);
     true
+}
+
+/// Whether `pkt` is an ICMP echo request or reply (IPv4 types 8 and 0, ICMPv6 128 and 129; an
+/// IPv6 echo directly after the fixed header).
+fn is_echo(pkt: &[u8]) -> bool {
+    match pkt.first().map(|b| b >> 4) {
+        Some(4) if pkt.len() >= 20 && pkt[9] == 1 => {
+            let ihl = usize::from(pkt[0] & 0x0f) * 4;
+            matches!(pkt.get(ihl), Some(0 | 8))
+        }
+        Some(6) if pkt.len() > 40 && pkt[6] == 58 => matches!(pkt[40], 128 | 129),
+        _ => false,
+    }
 }
 
 /// The answer a router gives to a packet too long for a link of `mtu` bytes: ICMP

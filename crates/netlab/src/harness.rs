@@ -41,10 +41,22 @@ use crate::etcd::{EtcdCluster, EtcdSpec};
 use crate::process::output_within;
 use crate::{Host, Impairment, Lab};
 
+/// The proxy variables Go (and so joinguard) reads.
+const PROXY_VARS: [&str; 7] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "REQUEST_METHOD",
+];
+
 /// The bootstrap token of every environment: kubeadm's documentation example
 /// (`kubeadm token --help`), `[a-z0-9]{6}.[a-z0-9]{16}`. joinguard's `--help` examples show the
 /// same token, so the no-secret check does not apply to `--help` output.
 pub const TOKEN: &str = "abcdef.0123456789abcdef";
+
 /// Its id, the part before the dot (the Secret is `bootstrap-token-abcdef`).
 pub const TOKEN_ID: &str = "abcdef";
 /// Its secret, the part after the dot: what must never be printed.
@@ -599,6 +611,11 @@ impl LabEnv {
             )
         });
         let mut cmd = host.command(bin);
+        // The lab is its own network: a proxy of the machine the tests run on is not on it, and
+        // the program reads the proxy variables (a test that wants them sets them).
+        for var in PROXY_VARS {
+            cmd.env_remove(var);
+        }
         cmd.args(args);
         cmd
     }

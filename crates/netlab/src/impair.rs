@@ -66,6 +66,10 @@ pub struct Impairment {
     /// segments that fit a smaller path MTU while other protocols' large packets do not.
     #[serde(default)]
     pub mss: Option<u16>,
+    /// Drop ICMP and ICMPv6 echo requests and replies (types 8 and 0, 128 and 129), as a
+    /// firewall that drops pings does; every other packet, ICMP errors included, crosses.
+    #[serde(default)]
+    pub drop_ping: bool,
 }
 
 /// Default queue for a rate-limited link: 256 KiB, enough for a few TCP windows without
@@ -137,6 +141,12 @@ impl Impairment {
         self
     }
 
+    /// Drops ICMP echo requests and replies (a firewall that drops pings).
+    pub fn with_drop_ping(mut self) -> Self {
+        self.drop_ping = true;
+        self
+    }
+
     /// Clamps the MSS option of TCP SYNs to `bytes`.
     pub fn with_mss(mut self, bytes: u16) -> Self {
         self.mss = Some(bytes);
@@ -152,6 +162,7 @@ impl Impairment {
             && !self.blackout
             && self.mtu.is_none()
             && self.mss.is_none()
+            && !self.drop_ping
     }
 
     /// The delay for one packet: `delay` plus a jitter sample, never negative.
@@ -262,7 +273,7 @@ pub enum ParseImpairmentError {
     /// A key the text form does not have.
     #[error("mss `{0}` is not a TCP MSS from 88 to 1460 bytes (mss=1360 clamps the MSS option of SYNs, as iptables TCPMSS does)")]
     Mss(String),
-    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, mtu, mss, blackout or none)")]
+    #[error("unknown impairment `{0}` (expected delay, jitter, ujitter, loss, burst-loss, rate, queue, mtu, mss, drop-ping, blackout or none)")]
     Unknown(String),
 }
 
@@ -271,7 +282,8 @@ pub enum ParseImpairmentError {
 /// `delay=25ms`, `jitter=2ms` (normal sigma), `ujitter=5ms` (uniform half-width), `loss=1%`,
 /// `burst-loss=5%/4` (rate / mean burst length), `rate=10mbit` (or kbit, gbit, bit), `queue=64k`,
 /// `mtu=1400` (drop larger packets silently) or `mtu=1400/icmp` (answer them with ICMP
-/// "fragmentation needed"), `mss=1360` (clamp the MSS option of TCP SYNs), `blackout`, `none`.
+/// "fragmentation needed"), `mss=1360` (clamp the MSS option of TCP SYNs), `drop-ping` (drop ICMP
+/// echoes), `blackout`, `none`.
 impl FromStr for Impairment {
     type Err = ParseImpairmentError;
 
@@ -286,6 +298,7 @@ impl FromStr for Impairment {
             match key {
                 "none" => imp = Impairment::none(),
                 "blackout" => imp.blackout = true,
+                "drop-ping" => imp.drop_ping = true,
                 "delay" => imp.delay = parse_duration(need()?)?,
                 "jitter" => imp.jitter = Some(Jitter::Normal(parse_duration(need()?)?)),
                 "ujitter" => imp.jitter = Some(Jitter::Uniform(parse_duration(need()?)?)),
@@ -337,6 +350,9 @@ impl fmt::Display for Impairment {
         let mut parts = Vec::new();
         if self.blackout {
             parts.push("blackout".to_string());
+        }
+        if self.drop_ping {
+            parts.push("drop-ping".to_string());
         }
         if !self.delay.is_zero() {
             parts.push(format!("delay={}", fmt_duration(self.delay)));
@@ -446,6 +462,9 @@ mod tests {
             "delay=25ms,jitter=2ms,loss=1%,rate=10000000bit"
         );
         assert!("blackout".parse::<Impairment>().unwrap().blackout);
+        let ping: Impairment = "delay=1ms,drop-ping".parse().unwrap();
+        assert!(ping.drop_ping && !ping.is_clean());
+        assert_eq!(ping.to_string().parse::<Impairment>().unwrap(), ping);
         let imp: Impairment = "delay=5ms,mtu=1400".parse().unwrap();
         assert_eq!((imp.mtu, imp.mtu_icmp), (Some(1400), false));
         assert!(!imp.is_clean());

@@ -29,6 +29,7 @@ pub mod measure;
 pub mod metrics;
 pub mod pki;
 pub mod process;
+pub mod proxy;
 pub mod sweep;
 
 pub use forwarder::{Network, PairStats};

@@ -31,6 +31,7 @@ mod loss;
 pub mod member;
 mod model;
 mod pmtu;
+mod proxy;
 mod reach;
 mod snapshot;
 mod thresholds;
@@ -41,6 +42,7 @@ pub use family::FamilyProbe;
 pub use model::{
     CheckName, CheckNameError, CheckResult, IgnoreList, Status, Verdict, CLUSTER_TARGET,
 };
+pub use proxy::ProxiedPath;
 pub(crate) use reach::unreachable_endpoints;
 pub use thresholds::{Threshold, Thresholds};
 

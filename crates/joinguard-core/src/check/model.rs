@@ -46,10 +46,13 @@ pub enum CheckName {
     EtcdAddressFamily,
     /// Whether both families of a dual-stack API endpoint name answer (`family`).
     ApiServerAddressFamily,
+    /// A call of the join that goes through an egress proxy, and what the proxy answered
+    /// (`proxy`; kubeadm's `HTTPProxy`).
+    HttpProxy,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 20] = [
+    pub const ALL: [CheckName; 21] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -70,6 +73,7 @@ impl CheckName {
         CheckName::PathMtu,
         CheckName::EtcdAddressFamily,
         CheckName::ApiServerAddressFamily,
+        CheckName::HttpProxy,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -96,6 +100,7 @@ impl CheckName {
             CheckName::PathMtu => "PathMTU",
             CheckName::EtcdAddressFamily => "EtcdAddressFamily",
             CheckName::ApiServerAddressFamily => "APIServerAddressFamily",
+            CheckName::HttpProxy => "HTTPProxy",
         }
     }
 

@@ -100,6 +100,8 @@ pub struct PreflightInput {
     pub advertise_address: Option<std::net::IpAddr>,
     /// Facts about the inputs for the report (kubeadm check names given, a worker join, ...).
     pub notes: Vec<String>,
+    /// The proxy environment the join's calls will meet (`HTTPS_PROXY`, `NO_PROXY`).
+    pub proxy: crate::proxy::ProxyEnv,
 }
 
 impl PreflightInput {
@@ -272,6 +274,8 @@ impl PreflightInput {
             control_plane: a.control_plane,
             advertise_address: None,
             notes: Vec::new(),
+            proxy: crate::proxy::ProxyEnv::from_env(&|k| std::env::var(k).ok())
+                .map_err(|e| InputError::Other(format!("the environment's {e}")))?,
         })
     }
 }

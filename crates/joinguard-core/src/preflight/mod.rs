@@ -12,6 +12,7 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod traces;
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,7 @@ use crate::check::{
 };
 use crate::failure::{Ending, TrustFailure};
 use crate::notes::Notes;
+use crate::probe::ProbeKind;
 use crate::retry::{wait_until, Backoff};
 use crate::sampling::SamplingPolicy;
 use crate::spec::Output;
@@ -216,7 +218,24 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
         targets.extend(peer.filter(|p| !is_own(&p.endpoint)));
     }
     let silent = unreachable_endpoints(&targets, &summaries);
-    let mut checks = checker.judge(&targets, &summaries);
+    // A host whose every echo went unanswered while another stream to it answered filters ICMP:
+    // its echoes are not loss, and its loss is judged from its TCP-based streams instead (as
+    // without a raw socket). The report still shows the echo row as it was measured.
+    let filtered = icmp_filtered(&summaries);
+    let judged: Vec<Summary> = summaries
+        .iter()
+        .filter(|s| {
+            !(s.probe == ProbeKind::IcmpEcho && filtered.contains_key(s.target.host.as_str()))
+        })
+        .map(|s| {
+            if filtered.contains_key(s.target.host.as_str()) {
+                retransmissions_as_loss(s)
+            } else {
+                s.clone()
+            }
+        })
+        .collect();
+    let mut checks = checker.judge(&targets, &judged);
 
     // Where a host has an ICMP loss stream, that stream alone judges its packet loss: the
     // other probes of that host would judge the same path again, on far fewer samples.
@@ -228,12 +247,69 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
         .icmp_endpoints
         .iter()
         .filter_map(|e| host_of(e))
+        .filter(|h| !filtered.contains_key(h.to_string().as_str()))
         .collect();
     checks.retain(|c| {
         c.name != CheckName::PacketLoss
             || obs.icmp_endpoints.contains(&c.target)
             || !host_of(&c.target).is_some_and(|h| icmp_hosts.contains(&h))
     });
+    // A filtered host's loss: every TCP-based stream to it pooled (each crossed the same path;
+    // one stream alone is too few samples to prove a loss), judged once, and said to be so.
+    for (host, echoes) in &filtered {
+        let streams: Vec<&Summary> = judged
+            .iter()
+            .filter(|s| s.target.host == *host && s.probe != ProbeKind::IcmpEcho)
+            .collect();
+        let Some(base) = streams.iter().max_by_key(|s| s.samples) else {
+            continue;
+        };
+        let mut pooled = (*base).clone();
+        pooled.samples = streams.iter().map(|s| s.samples).sum();
+        pooled.lost = streams.iter().map(|s| s.lost).sum();
+        let r = checker.packet_loss(&pooled);
+        let kinds: Vec<&str> = streams.iter().map(|s| s.probe.as_str()).collect();
+        let pct = r.measured.unwrap_or_default();
+        let figure = format!("{pct:.1}% ({} of {})", pooled.lost, pooled.samples);
+        let (status, verdict) = match r.status {
+            Status::Error => (
+                Status::Error,
+                format!(
+                    "loss {figure} exceeds {}%: raft messages and the join's API calls would \
+                     stall on retransmissions. Fix the path",
+                    r.threshold.unwrap_or_default()
+                ),
+            ),
+            Status::Ok => (
+                Status::Warning,
+                format!("loss {figure}, within {}%", r.threshold.unwrap_or_default()),
+            ),
+            _ => (
+                Status::Warning,
+                format!(
+                    "loss {figure}, above {}% or too few samples to tell; expect retransmission \
+                     delays",
+                    r.threshold.unwrap_or_default()
+                ),
+            ),
+        };
+        checks.retain(|c| {
+            !(c.name == CheckName::PacketLoss
+                && host_of(&c.target).is_some_and(|h| h.to_string() == *host))
+        });
+        checks.push(CheckResult {
+            message: format!(
+                "{host} filters ICMP: none of {echoes} echoes was answered while its TCP ports \
+                 answered, so its loss is judged from its TCP-based probes together ({}; a \
+                 sample that waited for a retransmission, 200 ms or more over the median, \
+                 counts as lost): {verdict}. ICMP loss and the ICMP side of PathMTU are not \
+                 measured for it",
+                kinds.join(", ")
+            ),
+            status,
+            ..r
+        });
+    }
 
     if !obs.members.is_empty() {
         // A member that did not answer is already an `EtcdClientReachable` error.
@@ -247,6 +323,7 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     checks.extend(checker.etcd_dial_time(&obs.members));
     checks.extend(checker.path_mtu(&obs.pmtu, &obs.fullsize));
     checks.extend(obs.families.iter().filter_map(|f| checker.api_families(f)));
+    checks.extend(obs.proxied.iter().map(|p| checker.http_proxy(p)));
     if let Some(list) = &obs.member_list {
         checks.extend(checker.cluster_state(list, &node));
     }
@@ -342,6 +419,53 @@ impl PreflightInput {
         report::running_line(self.worker_join())
     }
 }
+
+/// Hosts that filter ICMP echoes: an echo stream of at least [`FILTERED_AFTER`] echoes with no
+/// answer at all, while another stream to the same host had answers. The echoes sent, by host.
+/// Partial echo loss stays loss.
+fn icmp_filtered(summaries: &[Summary]) -> BTreeMap<&str, u32> {
+    let mut out = BTreeMap::new();
+    for s in summaries.iter().filter(|s| s.probe == ProbeKind::IcmpEcho) {
+        let est = s.loss();
+        if u64::from(est.attempts) < FILTERED_AFTER || est.lost < est.attempts {
+            continue;
+        }
+        let answered_otherwise = summaries.iter().any(|o| {
+            o.probe != ProbeKind::IcmpEcho && o.target.host == s.target.host && o.lost < o.samples
+        });
+        if answered_otherwise {
+            out.insert(s.target.host.as_str(), est.attempts);
+        }
+    }
+    out
+}
+
+/// A TCP-based stream of a host whose loss no echo measures, with each sample that waited for a
+/// retransmission counted as lost: a lost segment of a request or its answer costs at least
+/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`, 200 ms), so a sample at least that
+/// much over the stream's median was a loss that TCP hid as delay. Its latency is left as it is.
+fn retransmissions_as_loss(s: &Summary) -> Summary {
+    let mut sorted = s.rtts_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return s.clone();
+    };
+    let retransmitted = s
+        .rtts_ms
+        .iter()
+        .filter(|r| **r >= median + TCP_RTO_MIN_MS)
+        .count();
+    let mut out = s.clone();
+    out.lost += u32::try_from(retransmitted).unwrap_or(u32::MAX);
+    out
+}
+
+/// Linux's minimum TCP retransmission timeout (`TCP_RTO_MIN`, include/net/tcp.h: HZ / 5).
+const TCP_RTO_MIN_MS: f64 = 200.0;
+
+/// Echoes with no answer at all before a host counts as filtering ICMP (not a few lost at the
+/// start of a short run).
+const FILTERED_AFTER: u64 = 20;
 
 /// `EtcdAddressFamily`: the members' peer URLs and this node's advertise address in one family.
 /// kubeadm registers the new member at `https://<advertise address>:2380` and every member dials

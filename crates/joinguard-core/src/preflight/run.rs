@@ -94,6 +94,8 @@ pub struct Observations {
     pub fullsize: Vec<(Target, Result<FullSize, NoExchange>)>,
     /// Each family of an API endpoint name with addresses of both (`APIServerAddressFamily`).
     pub families: Vec<crate::check::FamilyProbe>,
+    /// The targets the join would reach through a proxy, with the proxy's answers (`HTTPProxy`).
+    pub proxied: Vec<crate::check::ProxiedPath>,
 }
 
 /// Where each stream is offered the moment it finishes, before the run is over: preflight
@@ -171,6 +173,7 @@ impl Shared {
             s.pmtu.extend(o.pmtu);
             s.fullsize.extend(o.fullsize);
             s.families.extend(o.families);
+            s.proxied.extend(o.proxied);
             for n in o.notes {
                 if !s.notes.contains(&n) {
                     s.notes.push(n);
@@ -522,6 +525,17 @@ pub async fn observe(
             &shared,
         )));
         tasks.push(Box::pin(api_families(clock, api.clone(), &shared)));
+    }
+    for t in input.api.iter().chain(&input.etcd_clients) {
+        if let crate::proxy::Route::Proxy(p) = input.proxy.route("https", &t.host, t.port) {
+            tasks.push(Box::pin(proxied_path(
+                clock,
+                t.clone(),
+                p.clone(),
+                &input.proxy,
+                &shared,
+            )));
+        }
     }
     // ICMP streams run on a thread of their own: their timestamps must not wait behind the TLS
     // and gRPC work of the other probes, which all share this task.
@@ -1191,6 +1205,39 @@ async fn api_target(
     }
     shared.push(&target, ProbeKind::ApiReadyz, samples);
 }
+
+/// Three CONNECTs to `target` through `proxy`, 100 ms apart, each bounded by one second and the
+/// run's deadline: what the join's calls to it will meet.
+async fn proxied_path(
+    clock: Clock,
+    target: Target,
+    proxy: crate::proxy::ProxyUrl,
+    env: &crate::proxy::ProxyEnv,
+    shared: &Shared,
+) {
+    let one = |i: u32| {
+        let (target, proxy) = (target.clone(), proxy.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(100) * i).await;
+            let left = clock.deadline.saturating_duration_since(Instant::now());
+            crate::probe::proxy::connect(&proxy, &target.host, target.port, left.min(PROXY_TIMEOUT))
+                .await
+        }
+    };
+    let (a, b, c) = tokio::join!(one(0), one(1), one(2));
+    let fix = env.no_proxy_with(&target.host);
+    shared.with(|o| {
+        o.proxied.push(crate::check::ProxiedPath {
+            target,
+            proxy,
+            samples: vec![a, b, c],
+            no_proxy_fix: fix,
+        })
+    });
+}
+
+/// How long one CONNECT through a proxy may take.
+const PROXY_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Connects to each family of an API endpoint name, when it has addresses of both: the first
 /// address of each in the order a Go client dials them, three connects each, 100 ms apart, each bounded by [`FAMILY_CONNECT_TIMEOUT`] and the run's deadline. The API

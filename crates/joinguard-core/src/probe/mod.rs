@@ -17,6 +17,7 @@ pub mod icmp;
 pub mod identity;
 pub mod peer;
 pub(crate) mod pmtu;
+pub mod proxy;
 pub mod tcp;
 pub mod tls;
 

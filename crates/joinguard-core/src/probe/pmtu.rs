@@ -469,7 +469,11 @@ pub(crate) fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
 /// socket), which is lower when a router reported a smaller MTU.
 pub(crate) fn mtus(dst: IpAddr) -> (u16, Option<u16>) {
     let route = route_mtu(dst);
+    // This host's own addresses are reached over loopback (the local routing table, which
+    // /proc/net/route does not list).
+    let local = dst.is_loopback() || super::dial::source_for(dst) == Some(dst);
     let dev = match dst {
+        _ if local => Some("lo".to_string()),
         IpAddr::V4(v4) => std::fs::read_to_string("/proc/net/route")
             .ok()
             .and_then(|t| route_interface(&t, v4)),

@@ -19,6 +19,7 @@ mod kubeadm_join;
 mod monitor;
 mod pmtu;
 mod preflight;
+mod proxy;
 mod schema;
 mod trace;
 mod unfit;

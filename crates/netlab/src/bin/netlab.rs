@@ -151,6 +151,10 @@ struct UpArgs {
     /// every host; the services use IPv4, as a node whose node IP lists IPv4 first).
     #[arg(long, default_value = "ipv4", value_parser = ["ipv4", "ipv6", "dual"])]
     ip_family: String,
+    /// Add a `proxy` host running tinyproxy on port 3128: an egress proxy that tunnels TLS with
+    /// CONNECT (give it to joinguard and kubectl as HTTPS_PROXY).
+    #[arg(long)]
+    proxy: bool,
 }
 
 fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
@@ -246,6 +250,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         cluster_status,
         routers,
         ip_family,
+        proxy,
     } = args;
     let family: netlab::IpFamily = ip_family.parse()?;
     if api && members == 0 {
@@ -259,6 +264,9 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     // Last, so that the members keep their addresses with or without it.
     if api {
         names.push("api".into());
+    }
+    if proxy {
+        names.push("proxy".into());
     }
     if names.is_empty() {
         anyhow::bail!("nothing to start: give --members N and/or --joiner");
@@ -392,6 +400,22 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             out(format!("  netlab stats {p}"));
         }
     }
+    let _egress = if proxy {
+        let p = netlab::proxy::Proxy::start(lab.host("proxy"), &lab.dir().join("proxy"), &[])?;
+        out("");
+        out(format!(
+            "egress proxy (tinyproxy): {} (log: {})",
+            p.url(),
+            lab.dir().join("proxy/tinyproxy.log").display()
+        ));
+        out(format!(
+            "  the join's calls through it: HTTPS_PROXY={} joinguard preflight ...",
+            p.url()
+        ));
+        Some(p)
+    } else {
+        None
+    };
     if let Some((server, kubeconfig, pin)) = &api_server {
         out("");
         out(format!(

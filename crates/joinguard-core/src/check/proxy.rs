@@ -1,0 +1,147 @@
+//! `HTTPProxy`: a call of the join that goes through an egress proxy (Go's proxy-from-environment
+//! rules, `crate::proxy`), with what the proxy answered a CONNECT to the target. kubeadm has a
+//! check of this name that only warns (`cmd/kubeadm/app/preflight/checks.go`, `HTTPProxyCheck`);
+//! joinguard words the warning as kubeadm does and adds an error where the proxy refuses the
+//! tunnel, for the API endpoint and the etcd members alike (kubeadm's etcd calls go through
+//! gRPC's proxy handling: docs/proxy.md).
+
+use super::model::{CheckName, CheckResult, Status};
+use super::wording::fmt_ms;
+use super::Checker;
+use crate::probe::Sample;
+use crate::proxy::ProxyUrl;
+use crate::target::{Target, TargetKind};
+
+/// What the proxy answered for one target the join would reach through it.
+#[derive(Clone, Debug)]
+pub struct ProxiedPath {
+    pub target: Target,
+    pub proxy: ProxyUrl,
+    /// CONNECT probes through the proxy.
+    pub samples: Vec<Sample>,
+    /// The `NO_PROXY` setting that sends the join's calls to the target direct.
+    pub no_proxy_fix: String,
+}
+
+impl Checker {
+    /// A warning (as kubeadm's) when the proxy opens the tunnel, an error when it does not.
+    pub(crate) fn http_proxy(&self, p: &ProxiedPath) -> CheckResult {
+        let t = &p.target;
+        let calls = match t.kind {
+            TargetKind::ApiServer => "token discovery and the join's API calls (client-go)",
+            _ => "kubeadm's etcd calls (member list, add, promote; gRPC)",
+        };
+        let purl = format!("{}://{}", p.proxy.scheme, p.proxy.authority);
+        let var = &p.proxy.variable;
+        let opened: Vec<f64> = p
+            .samples
+            .iter()
+            .filter_map(|s| s.result.as_ref().ok())
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .collect();
+        let (status, message) = if opened.is_empty() {
+            let why = p
+                .samples
+                .iter()
+                .rev()
+                .find_map(|s| s.result.as_ref().err())
+                .map_or_else(|| "no CONNECT was tried".to_string(), |e| e.to_string());
+            let source = match t.kind {
+                TargetKind::ApiServer => "kubernetes/kubeadm #2145",
+                _ => "k3s-io/k3s #9227",
+            };
+            (
+                Status::Error,
+                format!(
+                    "{calls} to {} go through the proxy {purl} ({var}), and it does not open a \
+                     tunnel there: {why}; the join would fail at that call ({source}). Let the \
+                     proxy allow CONNECT to {}, or send the join's calls direct: {}",
+                    t.endpoint, t.endpoint, p.no_proxy_fix
+                ),
+            )
+        } else {
+            let best = opened.iter().copied().fold(f64::INFINITY, f64::min);
+            (
+                Status::Warning,
+                format!(
+                    "Connection to \"https://{}\" uses proxy \"{purl}\". If that is not \
+                     intended, adjust your proxy settings ({calls} go through it, from {var}; it \
+                     opened a tunnel in {} at best, {} of {} tries; joinguard's own probes of \
+                     {} measure the direct path; to send the join's calls direct: {})",
+                    t.endpoint,
+                    fmt_ms(best),
+                    opened.len(),
+                    p.samples.len(),
+                    t.endpoint,
+                    p.no_proxy_fix
+                ),
+            )
+        };
+        CheckResult {
+            name: CheckName::HttpProxy,
+            target: t.endpoint.clone(),
+            status,
+            message,
+            measured: None,
+            threshold: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::ProbeFailure;
+    use std::time::Duration;
+
+    fn path(kind: TargetKind, endpoint: &str, ok: bool) -> ProxiedPath {
+        let env = crate::proxy::ProxyEnv::from_env(&|k| {
+            (k == "HTTPS_PROXY").then(|| "http://10.0.0.9:3128".to_string())
+        })
+        .unwrap();
+        let result = if ok {
+            Ok(Duration::from_micros(6400))
+        } else {
+            Err(ProbeFailure::Protocol(
+                "the proxy 10.0.0.9:3128 answered CONNECT 10.0.0.5:6443 with `HTTP/1.1 403 Filtered`"
+                    .into(),
+            ))
+        };
+        ProxiedPath {
+            target: Target::parse(kind, endpoint, true).unwrap(),
+            proxy: env.https_proxy.clone().unwrap(),
+            samples: vec![Sample { result }; 3],
+            no_proxy_fix: env.no_proxy_with("10.0.0.5"),
+        }
+    }
+
+    #[test]
+    fn a_tunnel_is_kubeadms_warning_and_a_refusal_an_error_with_the_fix() {
+        let c = Checker::default();
+        let w = c.http_proxy(&path(TargetKind::EtcdClient, "10.0.0.5:2379", true));
+        assert_eq!((w.name, w.status), (CheckName::HttpProxy, Status::Warning));
+        assert!(
+            w.message.starts_with(
+                "Connection to \"https://10.0.0.5:2379\" uses proxy \"http://10.0.0.9:3128\". If \
+                 that is not intended, adjust your proxy settings (kubeadm's etcd calls"
+            ) && w
+                .message
+                .contains("opened a tunnel in 6.4 ms at best, 3 of 3 tries"),
+            "{}",
+            w.message
+        );
+        let e = c.http_proxy(&path(TargetKind::ApiServer, "10.0.0.5:6443", false));
+        assert_eq!(e.status, Status::Error);
+        assert!(
+            e.message.starts_with(
+                "token discovery and the join's API calls (client-go) to 10.0.0.5:6443 go \
+                 through the proxy http://10.0.0.9:3128 (HTTPS_PROXY), and it does not open a \
+                 tunnel there"
+            ) && e.message.contains("403 Filtered")
+                && e.message
+                    .ends_with("send the join's calls direct: NO_PROXY=10.0.0.5"),
+            "{}",
+            e.message
+        );
+    }
+}
