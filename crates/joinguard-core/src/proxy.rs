@@ -197,7 +197,12 @@ fn parse_no_proxy(value: &str) -> Vec<(String, Bypass)> {
         if host.is_empty() {
             continue;
         }
-        let host = host.strip_prefix('*').unwrap_or(host);
+        // Go strips `*.` (not a lone `*`): `*.foo.com` is `.foo.com`.
+        let host = if host.starts_with("*.") {
+            &host[1..]
+        } else {
+            host
+        };
         let (host, exact) = match host.strip_prefix('.') {
             Some(_) => (host.to_string(), false),
             None => (format!(".{host}"), true),
@@ -244,8 +249,9 @@ fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
             };
             u128::from(a) & mask == u128::from(n) & mask
         }
-        // Go compares a 4-byte IP with an IPv6 network through its 16-byte form.
-        (IpAddr::V4(a), IpAddr::V6(_)) => in_cidr(IpAddr::V6(a.to_ipv6_mapped()), net, bits),
+        // Go's IPNet.Contains: an IPv4 network holds an IPv4-mapped address; an IPv6 network
+        // never holds an IPv4 one.
+        (IpAddr::V4(_), IpAddr::V6(_)) => false,
         (IpAddr::V6(a), IpAddr::V4(_)) => a
             .to_ipv4_mapped()
             .is_some_and(|v4| in_cidr(IpAddr::V4(v4), net, bits)),
@@ -259,12 +265,11 @@ impl ProxyEnv {
             .map(|(k, v)| parse_proxy(&k, &v))
             .transpose()?;
         let cgi = env("REQUEST_METHOD").is_some_and(|v| !v.is_empty());
+        // The join's calls are all https: an HTTP proxy the join never uses is no input error.
         let http_proxy = if cgi {
             None
         } else {
-            first(env, &["HTTP_PROXY", "http_proxy"])
-                .map(|(k, v)| parse_proxy(&k, &v))
-                .transpose()?
+            first(env, &["HTTP_PROXY", "http_proxy"]).and_then(|(k, v)| parse_proxy(&k, &v).ok())
         };
         let no_proxy = first(env, &["NO_PROXY", "no_proxy"]);
         let bypass = no_proxy
@@ -306,7 +311,7 @@ impl ProxyEnv {
                 Bypass::All => true,
                 Bypass::Cidr { net, bits } => ip.is_some_and(|a| in_cidr(a, *net, *bits)),
                 Bypass::Ip { ip: e, port: p } => {
-                    ip.is_some_and(|a| a == *e) && p.is_none_or(|p| p == port)
+                    ip.is_some_and(|a| a == e.to_canonical()) && p.is_none_or(|p| p == port)
                 }
                 Bypass::Domain {
                     host: h,

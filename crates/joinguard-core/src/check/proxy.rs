@@ -39,7 +39,39 @@ impl Checker {
             .filter_map(|s| s.result.as_ref().ok())
             .map(|d| d.as_secs_f64() * 1000.0)
             .collect();
-        let (status, message) = if opened.is_empty() {
+        // A proxy joinguard does not open tunnels through (https://, socks5://), or one that asks
+        // for the credentials its URL carries (joinguard does not send them): not verified, so
+        // kubeadm's warning, with why.
+        let unverified = if p.samples.is_empty() {
+            Some(format!(
+                "a {} proxy is not probed: joinguard opens tunnels through http:// proxies only",
+                p.proxy.scheme
+            ))
+        } else if opened.is_empty()
+            && p.proxy.has_credentials
+            && p.samples.iter().all(|s| {
+                matches!(&s.result, Err(crate::probe::ProbeFailure::Protocol(m)) if m.contains(" 407"))
+            })
+        {
+            Some(
+                "the proxy asks for credentials (407), which its URL carries and joinguard does \
+                 not send, so the tunnel is not verified"
+                    .to_string(),
+            )
+        } else {
+            None
+        };
+        let (status, message) = if let Some(why) = unverified {
+            (
+                Status::Warning,
+                format!(
+                    "Connection to \"https://{}\" uses proxy \"{purl}\". If that is not \
+                     intended, adjust your proxy settings ({calls} go through it, from {var}; \
+                     {why}; to send the join's calls direct: {})",
+                    t.endpoint, p.no_proxy_fix
+                ),
+            )
+        } else if opened.is_empty() {
             let why = p
                 .samples
                 .iter()
@@ -113,6 +145,44 @@ mod tests {
             samples: vec![Sample { result }; 3],
             no_proxy_fix: env.no_proxy_with("10.0.0.5"),
         }
+    }
+
+    #[test]
+    fn an_unprobed_or_authenticating_proxy_is_a_warning() {
+        let c = Checker::default();
+        let mut p = path(TargetKind::ApiServer, "10.0.0.5:6443", true);
+        p.samples.clear();
+        p.proxy.scheme = "socks5".into();
+        let w = c.http_proxy(&p);
+        assert_eq!(w.status, Status::Warning);
+        assert!(
+            w.message.contains("a socks5 proxy is not probed"),
+            "{}",
+            w.message
+        );
+        let mut p = path(TargetKind::ApiServer, "10.0.0.5:6443", false);
+        p.proxy.has_credentials = true;
+        let answer = "the proxy answered CONNECT 10.0.0.5:6443 with `HTTP/1.1 407 Proxy \
+                      Authentication Required`";
+        p.samples = vec![
+            Sample {
+                result: Err(ProbeFailure::Protocol(answer.into()))
+            };
+            3
+        ];
+        let w = c.http_proxy(&p);
+        assert_eq!(w.status, Status::Warning, "{}", w.message);
+        assert!(
+            w.message.contains("asks for credentials (407)"),
+            "{}",
+            w.message
+        );
+        p.proxy.has_credentials = false;
+        assert_eq!(
+            c.http_proxy(&p).status,
+            Status::Error,
+            "407 without credentials"
+        );
     }
 
     #[test]

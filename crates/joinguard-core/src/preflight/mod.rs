@@ -227,13 +227,7 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
         .filter(|s| {
             !(s.probe == ProbeKind::IcmpEcho && filtered.contains_key(s.target.host.as_str()))
         })
-        .map(|s| {
-            if filtered.contains_key(s.target.host.as_str()) {
-                retransmissions_as_loss(s)
-            } else {
-                s.clone()
-            }
-        })
+        .cloned()
         .collect();
     let mut checks = checker.judge(&targets, &judged);
 
@@ -257,18 +251,10 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     // A filtered host's loss: every TCP-based stream to it pooled (each crossed the same path;
     // one stream alone is too few samples to prove a loss), judged once, and said to be so.
     for (host, echoes) in &filtered {
-        let streams: Vec<&Summary> = judged
-            .iter()
-            .filter(|s| s.target.host == *host && s.probe != ProbeKind::IcmpEcho)
-            .collect();
-        let Some(base) = streams.iter().max_by_key(|s| s.samples) else {
+        let Some((pooled, kinds)) = transport_loss(host, &obs.series, &judged) else {
             continue;
         };
-        let mut pooled = (*base).clone();
-        pooled.samples = streams.iter().map(|s| s.samples).sum();
-        pooled.lost = streams.iter().map(|s| s.lost).sum();
         let r = checker.packet_loss(&pooled);
-        let kinds: Vec<&str> = streams.iter().map(|s| s.probe.as_str()).collect();
         let pct = r.measured.unwrap_or_default();
         let figure = format!("{pct:.1}% ({} of {})", pooled.lost, pooled.samples);
         let (status, verdict) = match r.status {
@@ -300,9 +286,9 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
         checks.push(CheckResult {
             message: format!(
                 "{host} filters ICMP: none of {echoes} echoes was answered while its TCP ports \
-                 answered, so its loss is judged from its TCP-based probes together ({}; a \
-                 sample that waited for a retransmission, 200 ms or more over the median, \
-                 counts as lost): {verdict}. ICMP loss and the ICMP side of PathMTU are not \
+                 answered, so its loss is judged from its transport-level probes together ({}; \
+                 a sample that timed out or waited for a retransmission, 200 ms or more over \
+                 the median, counts as lost): {verdict}. ICMP loss and the ICMP side of PathMTU are not \
                  measured for it",
                 kinds.join(", ")
             ),
@@ -440,24 +426,63 @@ fn icmp_filtered(summaries: &[Summary]) -> BTreeMap<&str, u32> {
     out
 }
 
-/// A TCP-based stream of a host whose loss no echo measures, with each sample that waited for a
-/// retransmission counted as lost: a lost segment of a request or its answer costs at least
-/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`, 200 ms), so a sample at least that
-/// much over the stream's median was a loss that TCP hid as delay. Its latency is left as it is.
-fn retransmissions_as_loss(s: &Summary) -> Summary {
-    let mut sorted = s.rtts_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let Some(&median) = sorted.get(sorted.len() / 2) else {
-        return s.clone();
+/// The loss of a host whose loss no echo measures, from its transport-level streams (TCP
+/// connect, TLS handshake, etcd Status, the peer probe: answered without work of the server's
+/// own, so a slow answer is the path's), pooled: a sample that failed for the network (timeout,
+/// refused, an I/O error) or waited at least Linux's minimum retransmission timeout
+/// (`TCP_RTO_MIN`, 200 ms) over its stream's median counts as lost; TCP hides a lost segment of a
+/// request or its answer as that delay. A summary to judge (the host's largest such stream, with
+/// the pooled counts) and the streams' names; `None` without such a stream.
+fn transport_loss<'a>(
+    host: &str,
+    series: &[run::Series],
+    judged: &'a [Summary],
+) -> Option<(Summary, Vec<&'a str>)> {
+    let transport = |p: ProbeKind| {
+        matches!(
+            p,
+            ProbeKind::TcpConnect
+                | ProbeKind::TlsHandshake
+                | ProbeKind::EtcdStatus
+                | ProbeKind::EtcdPeerProbe
+        )
     };
-    let retransmitted = s
-        .rtts_ms
+    let (mut attempts, mut lost) = (0u32, 0u32);
+    for s in series
         .iter()
-        .filter(|r| **r >= median + TCP_RTO_MIN_MS)
-        .count();
-    let mut out = s.clone();
-    out.lost += u32::try_from(retransmitted).unwrap_or(u32::MAX);
-    out
+        .filter(|s| s.target.host == host && transport(s.probe))
+    {
+        let mut ok: Vec<f64> = s
+            .samples
+            .iter()
+            .filter_map(|x| x.result.as_ref().ok())
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .collect();
+        ok.sort_by(f64::total_cmp);
+        let median = ok.get(ok.len() / 2).copied().unwrap_or(0.0);
+        for x in &s.samples {
+            attempts += 1;
+            let network_loss = match &x.result {
+                Ok(d) => d.as_secs_f64() * 1000.0 >= median + TCP_RTO_MIN_MS,
+                Err(
+                    crate::probe::ProbeFailure::Timeout(_)
+                    | crate::probe::ProbeFailure::Refused
+                    | crate::probe::ProbeFailure::Io(_),
+                ) => true,
+                Err(_) => false,
+            };
+            lost += u32::from(network_loss);
+        }
+    }
+    let streams: Vec<&Summary> = judged
+        .iter()
+        .filter(|s| s.target.host == host && transport(s.probe))
+        .collect();
+    let base = streams.iter().max_by_key(|s| s.samples)?;
+    let mut pooled = (*base).clone();
+    pooled.samples = attempts;
+    pooled.lost = lost;
+    Some((pooled, streams.iter().map(|s| s.probe.as_str()).collect()))
 }
 
 /// Linux's minimum TCP retransmission timeout (`TCP_RTO_MIN`, include/net/tcp.h: HZ / 5).

@@ -1224,20 +1224,27 @@ async fn proxied_path(
                 .await
         }
     };
-    let (a, b, c) = tokio::join!(one(0), one(1), one(2));
+    // Only http:// proxies tunnel with a plain CONNECT; the others are reported unprobed.
+    let samples = if proxy.scheme == "http" {
+        let (a, b, c) = tokio::join!(one(0), one(1), one(2));
+        vec![a, b, c]
+    } else {
+        Vec::new()
+    };
     let fix = env.no_proxy_with(&target.host);
     shared.with(|o| {
         o.proxied.push(crate::check::ProxiedPath {
             target,
             proxy,
-            samples: vec![a, b, c],
+            samples,
             no_proxy_fix: fix,
         })
     });
 }
 
-/// How long one CONNECT through a proxy may take.
-const PROXY_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long one CONNECT through a proxy may take: a proxy that answers in seconds still works
+/// (client-go waits 30 s), so only one that does not answer in this long is judged refusing.
+const PROXY_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Connects to each family of an API endpoint name, when it has addresses of both: the first
 /// address of each in the order a Go client dials them, three connects each, 100 ms apart, each bounded by [`FAMILY_CONNECT_TIMEOUT`] and the run's deadline. The API

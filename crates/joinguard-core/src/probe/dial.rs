@@ -11,6 +11,10 @@
 //! returned (`dialParallel`). Each address of a group gets an equal share of the time left, but
 //! at least 2 s (`partialDeadline`).
 //!
+//! One difference is known: Go's own resolver returns a name found in `/etc/hosts` unsorted
+//! (`goLookupIPCNAMEOrder` returns before sorting), and a Go binary built with cgo takes
+//! glibc's order; this module sorts every name, as Go does for DNS answers.
+//!
 //! This module owns the ordering and the race; it does no name lookup.
 
 use std::cmp::Ordering;
@@ -94,8 +98,9 @@ fn scope(ip: IpAddr) -> u8 {
     }
 }
 
+/// Go's `commonPrefixLen`: over the first 64 bits only (the prefix, not the interface id).
 fn common_prefix_len(a: Ipv6Addr, b: Ipv6Addr) -> u32 {
-    (u128::from(a) ^ u128::from(b)).leading_zeros()
+    (u128::from(a) ^ u128::from(b)).leading_zeros().min(64)
 }
 
 /// The source address the kernel would use toward `dst`, as Go finds it (a UDP connect; nothing
@@ -190,22 +195,24 @@ async fn serial(
     group: &[SocketAddr],
     deadline: Instant,
 ) -> Result<(TcpStream, SocketAddr), DialError> {
-    let mut last = DialError::Timeout;
+    // Go's dialSerial returns the first error.
+    let mut first: Option<DialError> = None;
     for (i, addr) in group.iter().enumerate() {
         let now = Instant::now();
         if now >= deadline {
-            return Err(DialError::Timeout);
+            return Err(first.unwrap_or(DialError::Timeout));
         }
         let left = deadline - now;
         let share = (left / u32::try_from(group.len() - i).unwrap_or(1)).max(MIN_SHARE);
         let until = (now + share).min(deadline);
-        match tokio::time::timeout_at(until, TcpStream::connect(addr)).await {
+        let e = match tokio::time::timeout_at(until, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => return Ok((s, *addr)),
-            Ok(Err(e)) => last = DialError::Io(e),
-            Err(_) => last = DialError::Timeout,
-        }
+            Ok(Err(e)) => DialError::Io(e),
+            Err(_) => DialError::Timeout,
+        };
+        first.get_or_insert(e);
     }
-    Err(last)
+    Err(first.unwrap_or(DialError::Timeout))
 }
 
 /// Connects to one of `addrs` as Go's dialer would (see the module's docs), by `deadline`.

@@ -537,8 +537,8 @@ fn route_interface(table: &str, dst: Ipv4Addr) -> Option<String> {
 }
 
 /// The interface of the longest-prefix route to `dst` in /proc/net/ipv6_route's text (32 hex
-/// digits of destination, its prefix length in hex, ..., the device last). Routes of the local
-/// table (the host's own addresses, on `lo`) are skipped, as /proc/net/route has none.
+/// digits of destination, its prefix length in hex, ..., the device last); unreachable routes
+/// are skipped. (This host's own addresses never get here: `mtus` takes loopback for them.)
 fn route_interface6(table: &str, dst: Ipv6Addr) -> Option<String> {
     let d = u128::from(dst);
     table
