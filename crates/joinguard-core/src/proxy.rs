@@ -474,6 +474,29 @@ mod tests {
             let e = env(&[("HTTP_PROXY", "proxy"), ("NO_PROXY", no_proxy)]);
             assert_eq!(via(&e, url), want, "NO_PROXY={no_proxy} {url}");
         }
+        // Go's corners: a lone `*` prefix is part of the name; an IPv6 range holds no IPv4 host;
+        // an IPv4-mapped address is its IPv4 address (for loopback too).
+        let e = env(&[
+            ("HTTPS_PROXY", "proxy:3128"),
+            ("NO_PROXY", "*foo.com, ::/0, 10.0.0.7"),
+        ]);
+        assert_eq!(
+            via(&e, "https://foo.com"),
+            "proxy:3128",
+            "`*foo.com` is no wildcard"
+        );
+        assert_eq!(
+            via(&e, "https://10.0.0.8"),
+            "proxy:3128",
+            "::/0 holds no IPv4 host"
+        );
+        assert_eq!(
+            via(&e, "https://[fd00::1]"),
+            "direct",
+            "::/0 holds IPv6 hosts"
+        );
+        assert_eq!(via(&e, "https://[::ffff:10.0.0.7]"), "direct");
+        assert_eq!(via(&e, "https://[::ffff:127.0.0.1]"), "direct", "loopback");
         // A port on a name: only that port (https is 443).
         let e = env(&[("HTTPS_PROXY", "proxy:3128"), ("NO_PROXY", "bar.com:80")]);
         assert_eq!(via(&e, "https://bar.com"), "proxy:3128");
