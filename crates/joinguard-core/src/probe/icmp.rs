@@ -325,19 +325,17 @@ fn stamped_rtt(e: &Echo, kernel: Option<SystemTime>) -> Duration {
 
 /// A raw IPv4 ICMP socket; [`IcmpError::NoPrivilege`] without root or CAP_NET_RAW.
 pub(crate) fn raw_socket() -> Result<Socket, IcmpError> {
-    Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).map_err(|e| {
-        if e.kind() == io::ErrorKind::PermissionDenied {
-            IcmpError::NoPrivilege(e)
-        } else {
-            IcmpError::Io(e)
-        }
-    })
+    raw(Domain::IPV4, Protocol::ICMPV4)
 }
 
 /// A raw ICMPv6 socket; [`IcmpError::NoPrivilege`] without root or CAP_NET_RAW. The kernel
 /// fills in the ICMPv6 checksum of what it sends (RFC 3542 section 3.1; net/ipv6/raw.c).
 pub(crate) fn raw_socket6() -> Result<Socket, IcmpError> {
-    Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::ICMPV6)).map_err(|e| {
+    raw(Domain::IPV6, Protocol::ICMPV6)
+}
+
+fn raw(domain: Domain, protocol: Protocol) -> Result<Socket, IcmpError> {
+    Socket::new(domain, Type::RAW, Some(protocol)).map_err(|e| {
         if e.kind() == io::ErrorKind::PermissionDenied {
             IcmpError::NoPrivilege(e)
         } else {

@@ -426,33 +426,32 @@ pub(crate) fn set_pmtudisc_probe_for(sock: &Socket, target: IpAddr) -> io::Resul
 /// `IPV6_MTU_DISCOVER = IPV6_PMTUDISC_PROBE`: send up to the device MTU whatever the cached path
 /// MTU, never fragment locally (a larger send fails with EMSGSIZE).
 fn set_pmtudisc_probe6(sock: &Socket) -> io::Result<()> {
-    let v: libc::c_int = libc::IPV6_PMTUDISC_PROBE;
-    // SAFETY: a valid fd, and a pointer to a c_int that lives across the call with its size.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_IPV6,
-            libc::IPV6_MTU_DISCOVER,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_int(
+        sock,
+        libc::IPPROTO_IPV6,
+        libc::IPV6_MTU_DISCOVER,
+        libc::IPV6_PMTUDISC_PROBE,
+    )
 }
 
 /// `IP_MTU_DISCOVER = IP_PMTUDISC_PROBE`: set DF, ignore the cached path MTU.
 pub(crate) fn set_pmtudisc_probe(sock: &Socket) -> io::Result<()> {
-    let v: libc::c_int = libc::IP_PMTUDISC_PROBE;
+    set_int(
+        sock,
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_PROBE,
+    )
+}
+
+/// `setsockopt(level, opt, v)` for an integer option.
+fn set_int(sock: &Socket, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
     // SAFETY: a valid fd, and a pointer to a c_int that lives across the call with its size.
     let r = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
+            level,
+            opt,
             (&v as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )

@@ -203,6 +203,31 @@ pub(crate) fn icmp6_unreachable_code(code: u8) -> u8 {
     }
 }
 
+/// The probe an ICMP or ICMPv6 error quotes: its protocol (from the quoted IP header) and the
+/// first 8 bytes of its payload (`payload` has at least 8).
+fn quoted_probe(proto: u8, payload: &[u8]) -> Option<ProbeId> {
+    Some(match proto {
+        PROTO_ICMP if payload[0] == ICMP_ECHO_REQUEST => ProbeId::Echo {
+            ident: be16(&payload[4..6]),
+            seq: be16(&payload[6..8]),
+        },
+        PROTO_ICMPV6 if payload[0] == ICMP6_ECHO_REQUEST => ProbeId::Echo {
+            ident: be16(&payload[4..6]),
+            seq: be16(&payload[6..8]),
+        },
+        PROTO_UDP => ProbeId::Udp {
+            src_port: be16(&payload[0..2]),
+            dst_port: be16(&payload[2..4]),
+        },
+        PROTO_TCP => ProbeId::Tcp {
+            src_port: be16(&payload[0..2]),
+            dst_port: be16(&payload[2..4]),
+            seq: be32(&payload[4..8]),
+        },
+        _ => return None,
+    })
+}
+
 /// Parses an ICMPv6 message from the raw ICMPv6 socket (no IP header; `from` is the source the
 /// socket reported). Time Exceeded, Destination Unreachable and Packet Too Big quote the probe's
 /// IPv6 header (its next header and destination) and the first bytes of its payload.
@@ -228,22 +253,7 @@ pub(crate) fn parse_icmp6(icmp: &[u8], from: IpAddr) -> Option<Reply> {
             }
             let qdst = Ipv6Addr::from(<[u8; 16]>::try_from(&quoted[24..40]).ok()?);
             let qpayload = &quoted[40..];
-            let probe = match quoted[6] {
-                PROTO_ICMPV6 if qpayload[0] == ICMP6_ECHO_REQUEST => ProbeId::Echo {
-                    ident: be16(&qpayload[4..6]),
-                    seq: be16(&qpayload[6..8]),
-                },
-                PROTO_UDP => ProbeId::Udp {
-                    src_port: be16(&qpayload[0..2]),
-                    dst_port: be16(&qpayload[2..4]),
-                },
-                PROTO_TCP => ProbeId::Tcp {
-                    src_port: be16(&qpayload[0..2]),
-                    dst_port: be16(&qpayload[2..4]),
-                    seq: be32(&qpayload[4..8]),
-                },
-                _ => return None,
-            };
+            let probe = quoted_probe(quoted[6], qpayload)?;
             let kind = match ty {
                 ICMP6_TIME_EXCEEDED => ReplyKind::TimeExceeded,
                 ICMP6_PACKET_TOO_BIG => ReplyKind::FragNeeded {
@@ -292,22 +302,7 @@ pub(crate) fn parse_icmp(pkt: &[u8]) -> Option<Reply> {
             if qpayload.len() < 8 {
                 return None;
             }
-            let probe = match qproto {
-                PROTO_ICMP if qpayload[0] == ICMP_ECHO_REQUEST => ProbeId::Echo {
-                    ident: be16(&qpayload[4..6]),
-                    seq: be16(&qpayload[6..8]),
-                },
-                PROTO_UDP => ProbeId::Udp {
-                    src_port: be16(&qpayload[0..2]),
-                    dst_port: be16(&qpayload[2..4]),
-                },
-                PROTO_TCP => ProbeId::Tcp {
-                    src_port: be16(&qpayload[0..2]),
-                    dst_port: be16(&qpayload[2..4]),
-                    seq: be32(&qpayload[4..8]),
-                },
-                _ => return None,
-            };
+            let probe = quoted_probe(qproto, qpayload)?;
             let kind = match (ty, code) {
                 (ICMP_TIME_EXCEEDED, _) => ReplyKind::TimeExceeded,
                 (_, CODE_FRAG_NEEDED) => ReplyKind::FragNeeded {
