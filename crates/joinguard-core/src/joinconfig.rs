@@ -119,14 +119,7 @@ impl JoinConfig {
             reason,
         };
         let docs = yaml_documents(text).map_err(|e| {
-            let hint = unquoted_ipv6_endpoint(text)
-                .map(|(line, value)| {
-                    format!(
-                        "; line {line}: quote the IPv6 endpoint, `\"{value}\"` (unquoted, YAML \
-                         reads `[...]` as a list: kubernetes/kubeadm #3101)"
-                    )
-                })
-                .unwrap_or_default();
+            let hint = crate::yaml::unquoted_ipv6_hint(text).unwrap_or_default();
             invalid(format!("not YAML ({e}){hint}"))
         })?;
         let mut kinds = Vec::new();
@@ -315,18 +308,6 @@ fn extract(
         etcd_api_call,
         discovery_timeout,
         warnings,
-    })
-}
-
-/// The first line whose value is an unquoted bracketed endpoint (`key: [fd00::5]:6443`), which
-/// YAML cannot parse: its number (from 1) and the value.
-fn unquoted_ipv6_endpoint(text: &str) -> Option<(usize, &str)> {
-    text.lines().enumerate().find_map(|(i, l)| {
-        let (_, value) = l.split_once(": ")?;
-        let value = value.trim();
-        let (inside, port) = value.strip_prefix('[')?.split_once("]:")?;
-        (inside.parse::<std::net::Ipv6Addr>().is_ok() && port.parse::<u16>().is_ok())
-            .then_some((i + 1, value))
     })
 }
 

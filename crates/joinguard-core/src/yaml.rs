@@ -54,6 +54,32 @@ pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
     serde_saphyr::to_string(value).map_err(error)
 }
 
+/// `"; line N: quote the IPv6 endpoint, ..."` for the first unquoted bracketed endpoint in
+/// `text` (`key: [fd00::5]:6443`, or in a flow mapping `{endpoint: [fd00::5]:2380}`), which YAML
+/// reads as the start of a list and so cannot parse (kubernetes/kubeadm #3101). To append to a
+/// parse error's message; `None` when no such value is there. It quotes only the address, never
+/// other input.
+pub fn unquoted_ipv6_hint(text: &str) -> Option<String> {
+    let (line, value) = text.lines().enumerate().find_map(|(i, l)| {
+        l.match_indices('[').find_map(|(at, _)| {
+            // A value starts after `key:` or `- ` (with spaces), or after `{`/`,` in a flow map.
+            let before = l[..at].trim_end();
+            if !(before.ends_with(':') || before.ends_with('-') || before.ends_with(',')) {
+                return None;
+            }
+            let rest = &l[at + 1..];
+            let (inside, after) = rest.split_once("]:")?;
+            let port: String = after.chars().take_while(char::is_ascii_digit).collect();
+            (inside.parse::<std::net::Ipv6Addr>().is_ok() && port.parse::<u16>().is_ok())
+                .then(|| (i + 1, format!("[{inside}]:{port}")))
+        })
+    })?;
+    Some(format!(
+        "; line {line}: quote the IPv6 endpoint, `\"{value}\"` (unquoted, YAML reads `[...]` as \
+         a list: kubernetes/kubeadm #3101)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +97,35 @@ mod tests {
         assert!(msg.contains("not-a-field"), "{msg}");
         assert!(msg.contains("line 2"), "{msg}");
         assert!(!msg.contains("s3cr3t"), "{msg}");
+    }
+
+    #[test]
+    fn an_unquoted_bracketed_endpoint_is_named_in_block_and_flow_style() {
+        for (text, line, value) in [
+            ("a: 1\nendpoint: [fd00::5]:6443\n", 2, "[fd00::5]:6443"),
+            (
+                "targets:\n  - {kind: etcd-peer, endpoint: [fd00:198:18::3]:2380}\n",
+                2,
+                "[fd00:198:18::3]:2380",
+            ),
+            ("eps:\n  - [::1]:2379\n", 2, "[::1]:2379"),
+        ] {
+            let hint = unquoted_ipv6_hint(text).unwrap_or_else(|| panic!("{text}"));
+            assert!(
+                hint.contains(&format!(
+                    "line {line}: quote the IPv6 endpoint, `\"{value}\"`"
+                )),
+                "{hint}"
+            );
+        }
+        for text in [
+            "endpoint: \"[fd00::5]:6443\"\n",
+            "list: [a, b]\n",
+            "x: [1]:2\n",
+            "eps: [\"[fd00::5]:2379\"]\n",
+        ] {
+            assert_eq!(unquoted_ipv6_hint(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //!
 //! Run as root with the lab's prerequisites: `scripts/bench` (which also renders
 //! docs/benchmarks.md), or `cargo bench -p joinguard --bench compare`. `JOINGUARD_BENCH_ONLY=
-//! accuracy|verdict|members` runs one part. Results go to
-//! `target/bench/{accuracy,verdict,members}.json`.
+//! accuracy|accuracy-ipv6|verdict|members` runs one part (`accuracy-ipv6`: the accuracy rows
+//! in an IPv6-only lab). Results go to
+//! `target/bench/{accuracy,accuracy-ipv6,verdict,members}.json`.
 
 #![allow(clippy::print_stdout)] // A benchmark prints its figures.
 
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 use netlab::apiserver::{ApiServer, ApiServerOptions};
 use netlab::etcd::{EtcdCluster, EtcdSpec};
 use netlab::process::output_within;
-use netlab::{Impairment, Lab};
+use netlab::{Impairment, IpFamily, Lab};
 use serde_json::{json, Value};
 
 const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
@@ -122,7 +123,8 @@ impl Echoes {
         v[rank - 1]
     }
 
-    /// Parses `tcpdump -n -tt` lines: `<epoch.us> IP a > b: ICMP echo request, id N, seq M, ...`.
+    /// Parses `tcpdump -n -tt` lines: `<epoch.us> IP a > b: ICMP echo request, id N, seq M, ...`,
+    /// or over IPv6 `<epoch.us> IP6 a > b: ICMP6, echo request, id N, seq M, ...`.
     fn parse(text: &str) -> Echoes {
         use std::collections::HashMap;
         let mut req: HashMap<(u32, u32), f64> = HashMap::new();
@@ -133,6 +135,7 @@ impl Echoes {
                 continue;
             };
             let Ok(ts) = ts.parse::<f64>() else { continue };
+            let rest = rest.replace("ICMP6, echo", "ICMP echo");
             let (is_req, tail) = if let Some(t) = rest.split_once("ICMP echo request, id ") {
                 (true, t.1)
             } else if let Some(t) = rest.split_once("ICMP echo reply, id ") {
@@ -176,9 +179,11 @@ impl Echoes {
     }
 }
 
-/// Runs `run` while tcpdump captures the ICMP echoes on `host`'s lab interface.
+/// Runs `run` while tcpdump captures the ICMP (or, in an IPv6 lab, ICMPv6) echoes on `host`'s
+/// lab interface.
 fn captured<T>(
     host: &netlab::Host,
+    family: IpFamily,
     dir: &Path,
     name: &str,
     run: impl FnOnce() -> T,
@@ -193,7 +198,11 @@ fn captured<T>(
         "-tt",
         "-l",
         "-U",
-        "icmp",
+        if family == IpFamily::V6 {
+            "icmp6"
+        } else {
+            "icmp"
+        },
     ])
     .stdout(std::fs::File::create(&out).expect("capture file"))
     .stderr(std::fs::File::create(&err).expect("capture file"));
@@ -251,8 +260,10 @@ fn figure(report: &Value, target: &str, probe: &str, key: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-fn accuracy() -> Value {
+/// The accuracy rows on a lab of `family` (IPv4, or IPv6 only: ICMPv6 echo, etcd on IPv6).
+fn accuracy(family: IpFamily) -> Value {
     let lab = Lab::builder()
+        .ip_family(family)
         .hosts(["m1", "joiner"])
         .build()
         .expect("lab (run as root)");
@@ -260,7 +271,7 @@ fn accuracy() -> Value {
     etcd.wait_healthy(Duration::from_secs(30)).expect("etcd");
     let m1 = lab.host("m1");
     let joiner = lab.host("joiner");
-    let addr = m1.addr().to_string();
+    let addr = m1.ip().to_string();
     let ep = etcd.client_endpoints()[0].clone();
     let target = ep.trim_start_matches("https://").to_string();
     let mut args = tls_args(&etcd);
@@ -270,7 +281,12 @@ fn accuracy() -> Value {
 
     // The base: the fabric with no delay, by ping (the kernel's own timestamps).
     let base = ping_median(joiner.command("ping"), &addr, 100);
-    println!("accuracy: base RTT (ping, no delay) {base:.3} ms");
+    let fam = if family == IpFamily::V6 {
+        " (IPv6)"
+    } else {
+        ""
+    };
+    println!("accuracy{fam}: base RTT (ping, no delay) {base:.3} ms");
     let mut rows = Vec::new();
     for jitter in [false, true] {
         for d_ms in [0.5, 5.0, 25.0, 100.0] {
@@ -283,10 +299,13 @@ fn accuracy() -> Value {
             std::thread::sleep(Duration::from_millis(200));
             let truth = 2.0 * d_ms + base;
             let tag = format!("d{d_ms}{}", if jitter { "-jitter" } else { "" });
-            let ((code, wall, report), wire) =
-                captured(joiner, lab.dir(), &format!("joinguard-{tag}"), || {
-                    preflight(&lab, &args)
-                });
+            let ((code, wall, report), wire) = captured(
+                joiner,
+                family,
+                lab.dir(),
+                &format!("joinguard-{tag}"),
+                || preflight(&lab, &args),
+            );
             let jg_icmp = p50(&report, &target, "icmp-echo");
             let jg_status = p50(&report, &target, "etcd-status");
             // The p99 (issue 30: p50 and p99 within the goal): on a path without jitter every
@@ -296,10 +315,13 @@ fn accuracy() -> Value {
             let ping = ping_median(joiner.command("ping"), &addr, 50);
             // ping at joinguard's echo spacing (1 ms): the control for the jitter rows, where
             // the fabric's no-reordering rule makes the true RTT depend on the probe rate.
-            let (ping_fast, ping_wire) =
-                captured(joiner, lab.dir(), &format!("ping-fast-{tag}"), || {
-                    ping_median_at(joiner.command("ping"), &addr, 100, "0.001")
-                });
+            let (ping_fast, ping_wire) = captured(
+                joiner,
+                family,
+                lab.dir(),
+                &format!("ping-fast-{tag}"),
+                || ping_median_at(joiner.command("ping"), &addr, 100, "0.001"),
+            );
             let took = etcdctl_took(&etcd, &lab, &ep, 5);
             let err = |x: f64| x - truth;
             let within = |x: f64| err(x).abs() <= (0.5f64).max(0.02 * truth);
@@ -308,7 +330,7 @@ fn accuracy() -> Value {
             let near = |x: f64, wire: f64| (x - wire).abs() <= (0.5f64).max(0.02 * wire);
             let (wire_p50, wire_p99) = (wire.quantile(0.5), wire.quantile(0.99));
             println!(
-                "accuracy: d={d_ms:>5} ms jitter={jitter:<5} wire (capture on the TUN) echo id \
+                "accuracy{fam}: d={d_ms:>5} ms jitter={jitter:<5} wire (capture on the TUN) echo id \
                  {} {} requests {:.3} ms apart, {} answered: p50 {wire_p50:8.3} p99 \
                  {wire_p99:8.3} | ping -i 0.001 {} requests {:.3} ms apart, wire p50 {:8.3}",
                 wire.id,
@@ -320,7 +342,7 @@ fn accuracy() -> Value {
                 ping_wire.quantile(0.5),
             );
             println!(
-                "accuracy: d={d_ms:>5} ms jitter={jitter:<5} truth {truth:8.3} | joinguard icmp \
+                "accuracy{fam}: d={d_ms:>5} ms jitter={jitter:<5} truth {truth:8.3} | joinguard icmp \
                  {jg_icmp:8.3} ({:+.3}) p99 {jg_icmp_p99:8.3} status {jg_status:8.3} ({:+.3}) \
                  p99 {jg_status_p99:8.3} | ping {ping:8.3} ({:+.3}) \
                  | ping -i 0.001 {ping_fast:8.3} | etcdctl took {took:8.3} ({:+.3}) | preflight \
@@ -351,6 +373,7 @@ fn accuracy() -> Value {
     }
     lab.net().set_link(joiner, m1, Impairment::none());
     json!({"baseMs": base, "etcd": etcd.version(), "rows": rows,
+           "ipFamily": if family == IpFamily::V6 { "ipv6" } else { "ipv4" },
            "date": utc_now()})
 }
 
@@ -564,14 +587,19 @@ fn main() {
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
     });
-    if only.is_empty() || only == "accuracy" {
-        let mut v = accuracy();
-        v["machine"] = machine.clone();
-        std::fs::write(
-            out_dir().join("accuracy.json"),
-            serde_json::to_string_pretty(&v).unwrap(),
-        )
-        .unwrap();
+    for (part, family, file) in [
+        ("accuracy", IpFamily::V4, "accuracy.json"),
+        ("accuracy-ipv6", IpFamily::V6, "accuracy-ipv6.json"),
+    ] {
+        if only.is_empty() || only == part {
+            let mut v = accuracy(family);
+            v["machine"] = machine.clone();
+            std::fs::write(
+                out_dir().join(file),
+                serde_json::to_string_pretty(&v).unwrap(),
+            )
+            .unwrap();
+        }
     }
     if only.is_empty() || only == "members" {
         let mut v = by_members();

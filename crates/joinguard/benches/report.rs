@@ -166,6 +166,56 @@ fn generic_table(rows: &[Value]) -> String {
     s
 }
 
+/// The accuracy table of one run of the accuracy part (`accuracy.json` or `accuracy-ipv6.json`).
+fn accuracy_table(md: &mut String, a: &Value) {
+    md.push_str(
+        "| d (ms) | jitter | truth (ms) | wire p50 | wire p99 | joinguard ICMP p50 | ICMP \
+         p99 | joinguard etcd Status p50 | ping p50 | ping -i 0.001 p50 (spacing) | etcdctl \
+         took | took / truth | goal met vs truth (ICMP p50, p99, Status p50) | goal met vs \
+         wire (ICMP p50, p99) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let rows = a["rows"].as_array().cloned().unwrap_or_default();
+    let goal = |r: &Value, key: &str| match (r["jitter"] == true, r[key] == true) {
+        (true, _) => "(jitter)",
+        (false, true) => "yes",
+        (false, false) => "NO",
+    };
+    let met = |r: &Value, key: &str| match &r[key] {
+        Value::Bool(true) => "yes",
+        Value::Bool(false) => "NO",
+        _ => "(no capture)",
+    };
+    for r in &rows {
+        let truth = f(&r["truthMs"]);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {:.2}x | {}, {}, {} \
+             | {}, {} |",
+            r["oneWayDelayMs"],
+            if r["jitter"] == true { "yes" } else { "no" },
+            ms(truth),
+            ms(f(&r["wireIcmpP50Ms"])),
+            ms(f(&r["wireIcmpP99Ms"])),
+            ms(f(&r["joinguardIcmpP50Ms"])),
+            ms(f(&r["joinguardIcmpP99Ms"])),
+            ms(f(&r["joinguardEtcdStatusP50Ms"])),
+            ms(f(&r["pingP50Ms"])),
+            ms(f(&r["ping2msP50Ms"])),
+            match r["ping2msEchoSpacingMs"].as_f64() {
+                Some(x) => format!("{x:.1} ms apart"),
+                None => "spacing not captured".into(),
+            },
+            ms(f(&r["etcdctlHealthTookMs"])),
+            f(&r["etcdctlHealthTookMs"]) / truth,
+            goal(r, "joinguardIcmpWithinGoal"),
+            goal(r, "joinguardIcmpP99WithinGoal"),
+            goal(r, "joinguardStatusWithinGoal"),
+            met(r, "joinguardIcmpNearWire"),
+            met(r, "joinguardIcmpP99NearWire"),
+        );
+    }
+}
+
 fn main() {
     let font: &'static [u8] = Box::leak(
         std::fs::read(FONT)
@@ -223,52 +273,8 @@ fn main() {
                 None => String::new(),
             }
         );
-        md.push_str(
-            "| d (ms) | jitter | truth (ms) | wire p50 | wire p99 | joinguard ICMP p50 | ICMP \
-             p99 | joinguard etcd Status p50 | ping p50 | ping -i 0.001 p50 (spacing) | etcdctl \
-             took | took / truth | goal met vs truth (ICMP p50, p99, Status p50) | goal met vs \
-             wire (ICMP p50, p99) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        );
+        accuracy_table(&mut md, &a);
         let rows = a["rows"].as_array().cloned().unwrap_or_default();
-        let goal = |r: &Value, key: &str| match (r["jitter"] == true, r[key] == true) {
-            (true, _) => "(jitter)",
-            (false, true) => "yes",
-            (false, false) => "NO",
-        };
-        let met = |r: &Value, key: &str| match &r[key] {
-            Value::Bool(true) => "yes",
-            Value::Bool(false) => "NO",
-            _ => "(no capture)",
-        };
-        for r in &rows {
-            let truth = f(&r["truthMs"]);
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {:.2}x | {}, {}, {} \
-                 | {}, {} |",
-                r["oneWayDelayMs"],
-                if r["jitter"] == true { "yes" } else { "no" },
-                ms(truth),
-                ms(f(&r["wireIcmpP50Ms"])),
-                ms(f(&r["wireIcmpP99Ms"])),
-                ms(f(&r["joinguardIcmpP50Ms"])),
-                ms(f(&r["joinguardIcmpP99Ms"])),
-                ms(f(&r["joinguardEtcdStatusP50Ms"])),
-                ms(f(&r["pingP50Ms"])),
-                ms(f(&r["ping2msP50Ms"])),
-                match r["ping2msEchoSpacingMs"].as_f64() {
-                    Some(x) => format!("{x:.1} ms apart"),
-                    None => "spacing not captured".into(),
-                },
-                ms(f(&r["etcdctlHealthTookMs"])),
-                f(&r["etcdctlHealthTookMs"]) / truth,
-                goal(r, "joinguardIcmpWithinGoal"),
-                goal(r, "joinguardIcmpP99WithinGoal"),
-                goal(r, "joinguardStatusWithinGoal"),
-                met(r, "joinguardIcmpNearWire"),
-                met(r, "joinguardIcmpP99NearWire"),
-            );
-        }
         let ratio = |key: &str, jitter: bool| -> Vec<(f64, f64)> {
             rows.iter()
                 .filter(|r| r["jitter"] == jitter)
@@ -303,6 +309,25 @@ fn main() {
         )
         .map_err(|e| println!("plot accuracy: {e}"));
         md.push_str("\n![accuracy](img/bench-accuracy.png)\n\n");
+    } else {
+        md.push_str("Not run in this run.\n\n");
+    }
+    md.push_str("### Accuracy over IPv6\n\n");
+    if let Some(a) = load("accuracy-ipv6.json") {
+        let _ = writeln!(
+            md,
+            "The same rows in an IPv6-only lab (`JOINGUARD_BENCH_ONLY=accuracy-ipv6`): ICMPv6 \
+             echo, etcd listening and advertising on IPv6, the capture filtered on `icmp6`. \
+             Base RTT {:.3} ms (ping), etcd {}.{}\n",
+            f(&a["baseMs"]),
+            a["etcd"].as_str().unwrap_or("?"),
+            match a["date"].as_str() {
+                Some(d) => format!(" This section: run {d}."),
+                None => String::new(),
+            }
+        );
+        accuracy_table(&mut md, &a);
+        md.push('\n');
     } else {
         md.push_str("Not run in this run.\n\n");
     }

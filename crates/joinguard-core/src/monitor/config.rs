@@ -199,7 +199,10 @@ impl MonitorConfig {
         } else {
             crate::yaml::from_str(text).map_err(|e| ConfigError::Parse {
                 path: path.to_string(),
-                message: e.to_string(),
+                message: format!(
+                    "{e}{}",
+                    crate::yaml::unquoted_ipv6_hint(text).unwrap_or_default()
+                ),
             })?
         };
         let field = |field: &str, reason: String| ConfigError::Field {
@@ -738,6 +741,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("etcdEndpoint"), "{e}");
+    }
+
+    /// An IPv6 endpoint must be quoted in YAML; unquoted, the error says so, and the quoted form
+    /// is a bracketed target.
+    #[test]
+    fn an_unquoted_ipv6_endpoint_is_named_and_the_quoted_one_taken() {
+        let e = parse("targets:\n  - {kind: etcd-peer, endpoint: [fd00:198:18::3]:2380}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2: quote the IPv6 endpoint, `\"[fd00:198:18::3]:2380\"`"),
+            "{e}"
+        );
+        let c = parse("targets:\n  - {kind: etcd-peer, endpoint: \"[fd00:198:18::3]:2380\"}\n")
+            .unwrap();
+        assert_eq!(c.targets[0].name, "etcd-peer/[fd00:198:18::3]:2380");
     }
 
     #[test]

@@ -111,7 +111,7 @@ impl Fixture {
     }
 
     fn addr(&self) -> SocketAddr {
-        SocketAddr::new(self.mon().addr().into(), PORT)
+        SocketAddr::new(self.mon().ip(), PORT)
     }
 
     /// Starts the monitor with one seed member: the others must come from MemberList.
@@ -233,10 +233,10 @@ impl Fixture {
     }
 
     fn name(&self, kind: &str, i: usize) -> String {
+        let port = if kind == "etcd-peer" { 2380 } else { 2379 };
         format!(
-            "{kind}/{}:{}",
-            self.env.etcd().member(i).addr(),
-            if kind == "etcd-peer" { 2380 } else { 2379 }
+            "{kind}/{}",
+            SocketAddr::new(self.env.etcd().member(i).ip(), port)
         )
     }
 }
@@ -497,8 +497,19 @@ fn etcd_monitor_follows_impairment_members_and_readiness() {
 /// what this test reads). The first round runs at start.
 #[test]
 fn etcd_monitor_path_mtu_per_host() {
+    path_mtu_per_host(Fixture::new);
+}
+
+/// [`etcd_monitor_path_mtu_per_host`] in an IPv6-only lab: ICMPv6 echo sized with
+/// IPV6_DONTFRAG, Packet Too Big read as "fragmentation needed", the peer targets bracketed.
+#[test]
+fn etcd_monitor_path_mtu_per_host_over_ipv6() {
+    path_mtu_per_host(|| Fixture::build(crate::lab().ip_family(netlab::IpFamily::V6)));
+}
+
+fn path_mtu_per_host(fixture: impl FnOnce() -> Fixture) {
     let _s = serial();
-    let mut fx = Fixture::new();
+    let mut fx = fixture();
     {
         let lab = fx.env.lab();
         let (mon, m2, m3) = (lab.host("mon"), lab.host("m2"), lab.host("m3"));
@@ -508,13 +519,13 @@ fn etcd_monitor_path_mtu_per_host() {
         lab.net().set_link(mon, m3, ms1.with_mtu(1400, false));
     }
     let peers: Vec<String> = (0..3)
-        .map(|i| format!("{}:2380", fx.env.etcd().member(i).addr()))
+        .map(|i| SocketAddr::new(fx.env.etcd().member(i).ip(), 2380).to_string())
         .collect();
     let config = format!(
         "interval: 1s\nwindow: 5\npathMtuInterval: 10s\ntargets:\n{}",
         peers
             .iter()
-            .map(|p| format!("  - {{kind: etcd-peer, endpoint: {p}}}\n"))
+            .map(|p| format!("  - {{kind: etcd-peer, endpoint: \"{p}\"}}\n"))
             .collect::<String>()
     );
     fx.start_monitor_with(&config);
