@@ -329,6 +329,16 @@ impl ProxyEnv {
         Route::Proxy(proxy)
     }
 
+    /// The `http://` proxy a Go client tunnels an `https://` call to `target` through, if the
+    /// environment sends it to one (a proxy of another scheme is not tunnelled by joinguard:
+    /// `None`, and `HTTPProxy` reports the path unverified).
+    pub fn tunnel_for(&self, target: &crate::target::Target) -> Option<&ProxyUrl> {
+        match self.route("https", &target.host, target.port) {
+            Route::Proxy(p) if p.scheme == "http" => Some(p),
+            _ => None,
+        }
+    }
+
     /// The `NO_PROXY` setting that also bypasses `host`: the present value with `host` appended
     /// (an IPv6 address without brackets, as Go reads it).
     pub fn no_proxy_with(&self, host: &str) -> String {

@@ -19,6 +19,12 @@ pub struct ProxiedPath {
     pub proxy: ProxyUrl,
     /// CONNECT probes through the proxy.
     pub samples: Vec<Sample>,
+    /// TCP connects to the target direct, beside them: what the proxy adds to each new
+    /// connection, or that the proxy is the only way there.
+    pub direct: Vec<Sample>,
+    /// joinguard's own probes of the target went through the proxy too (the API endpoint: its
+    /// latency and /readyz are the tunnel's), rather than the direct path.
+    pub probed_through: bool,
     /// The `NO_PROXY` setting that sends the join's calls to the target direct.
     pub no_proxy_fix: String,
 }
@@ -93,18 +99,47 @@ impl Checker {
             )
         } else {
             let best = opened.iter().copied().fold(f64::INFINITY, f64::min);
+            let direct: Vec<f64> = p
+                .direct
+                .iter()
+                .filter_map(|s| s.result.as_ref().ok())
+                .map(|d| d.as_secs_f64() * 1000.0)
+                .collect();
+            let beside = if p.direct.is_empty() {
+                String::new()
+            } else if direct.is_empty() {
+                format!(
+                    "; direct, {} does not answer ({} of {} TCP connects failed): the proxy is \
+                     the join's only way there, keep it",
+                    t.endpoint,
+                    p.direct.len(),
+                    p.direct.len()
+                )
+            } else {
+                let d = direct.iter().copied().fold(f64::INFINITY, f64::min);
+                format!(
+                    "; a direct TCP connect takes {} at best, so the proxy adds {} to each new \
+                     connection",
+                    fmt_ms(d),
+                    fmt_ms((best - d).max(0.0))
+                )
+            };
+            let own = if p.probed_through {
+                "joinguard's own probes of it go through the proxy too"
+            } else {
+                "joinguard's own probes of it measure the direct path"
+            };
             (
                 Status::Warning,
                 format!(
                     "Connection to \"https://{}\" uses proxy \"{purl}\". If that is not \
                      intended, adjust your proxy settings ({calls} go through it, from {var}; it \
-                     opened a tunnel in {} at best, {} of {} tries; joinguard's own probes of \
-                     {} measure the direct path; to send the join's calls direct: {})",
+                     opened a tunnel in {} at best, {} of {} tries{beside}; {own}; to send the \
+                     join's calls direct: {})",
                     t.endpoint,
                     fmt_ms(best),
                     opened.len(),
                     p.samples.len(),
-                    t.endpoint,
                     p.no_proxy_fix
                 ),
             )
@@ -143,6 +178,8 @@ mod tests {
             target: Target::parse(kind, endpoint, true).unwrap(),
             proxy: env.https_proxy.clone().unwrap(),
             samples: vec![Sample { result }; 3],
+            direct: Vec::new(),
+            probed_through: kind == TargetKind::ApiServer,
             no_proxy_fix: env.no_proxy_with("10.0.0.5"),
         }
     }
@@ -182,6 +219,41 @@ mod tests {
             c.http_proxy(&p).status,
             Status::Error,
             "407 without credentials"
+        );
+    }
+
+    /// Beside the CONNECTs, direct connects say what the proxy adds, or that it is the only way.
+    #[test]
+    fn the_direct_path_beside_the_tunnel() {
+        let c = Checker::default();
+        let mut p = path(TargetKind::ApiServer, "10.0.0.5:6443", true);
+        p.direct = vec![
+            Sample {
+                result: Ok(Duration::from_micros(1200))
+            };
+            3
+        ];
+        let w = c.http_proxy(&p).message;
+        assert!(
+            w.contains(
+                "a direct TCP connect takes 1.2 ms at best, so the proxy adds 5.2 ms to each new \
+                 connection; joinguard's own probes of it go through the proxy too"
+            ),
+            "{w}"
+        );
+        p.direct = vec![
+            Sample {
+                result: Err(ProbeFailure::Timeout(1000))
+            };
+            3
+        ];
+        let w = c.http_proxy(&p).message;
+        assert!(
+            w.contains(
+                "direct, 10.0.0.5:6443 does not answer (3 of 3 TCP connects failed): the proxy \
+                 is the join's only way there, keep it"
+            ),
+            "{w}"
         );
     }
 

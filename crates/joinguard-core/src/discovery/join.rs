@@ -49,6 +49,25 @@ impl PreflightInput {
             }
         }
         let mut input = PreflightInput::validate(&args).map_err(invalid)?;
+        // Discovery goes where the join's would: through the proxy the environment names for
+        // the endpoint. When it fails there, the message says so and gives the NO_PROXY fix.
+        let mut proxy_hint = None;
+        if let Some(d) = &mut discovery {
+            if let Ok(t) = crate::target::Target::parse(TargetKind::ApiServer, &d.endpoint, true) {
+                d.via = input.proxy.tunnel_for(&t).cloned();
+                proxy_hint = d.via.as_ref().map(|p| {
+                    format!(
+                        "; kubeadm join's discovery reaches {} through the same proxy ({}://{}, \
+                         from {}) and fails the same way; to send it direct: {}",
+                        d.endpoint,
+                        p.scheme,
+                        p.authority,
+                        p.variable,
+                        input.proxy.no_proxy_with(&t.host)
+                    )
+                });
+            }
+        }
         if let Some(ca) = line.file_ca {
             input.api_ca = Some(ca);
         }
@@ -77,7 +96,9 @@ impl PreflightInput {
                             Stopped::Trust(t.context("trust failure during token discovery: "))
                         }
                         DiscoveryError::Input(_) => Stopped::Invalid(message),
-                        DiscoveryError::Failed(_) => Stopped::Failed(message),
+                        DiscoveryError::Failed(_) => {
+                            Stopped::Failed(format!("{message}{}", proxy_hint.unwrap_or_default()))
+                        }
                     });
                 }
             }
@@ -325,6 +346,8 @@ struct DiscoveryInput {
     spelling: Spelling,
     /// This node's name, for the CN of a minted admin certificate (the audit log names it).
     node_name: Option<String>,
+    /// The proxy the environment sends the join's calls to the endpoint through.
+    via: Option<crate::proxy::ProxyUrl>,
 }
 
 /// What discovery adds to the flags.
@@ -423,6 +446,7 @@ impl DiscoveryInput {
             shared_certificates: false,
             spelling: a.spelling,
             node_name: a.node_name.clone(),
+            via: None,
         }))
     }
 
@@ -441,8 +465,22 @@ impl DiscoveryInput {
             self.token.id()
         ));
         let policy = super::policy(Some(deadline));
-        let d =
-            super::discover(&self.endpoint, &self.token, &self.trust, &policy, recorder).await?;
+        let via = self.via.as_ref();
+        if let Some(p) = via {
+            notes.note(&format!(
+                "[preflight] The join reaches {} through the proxy {}://{} (from {})",
+                self.endpoint, p.scheme, p.authority, p.variable
+            ));
+        }
+        let d = super::discover(
+            &self.endpoint,
+            &self.token,
+            &self.trust,
+            via,
+            &policy,
+            recorder,
+        )
+        .await?;
         if d.ca_unverified {
             notes.note(&format!(
                 "[preflight] WARNING: the cluster CA was not verified against a pin ({}): an \
@@ -465,8 +503,9 @@ impl DiscoveryInput {
             d.ca_pem.clone(),
         )
         .map_err(|e| unusable(e.to_string()))?;
-        let tls =
-            TlsClient::new(&api_ca, None, &[ALPN_HTTP1]).map_err(|e| unusable(e.to_string()))?;
+        let tls = TlsClient::new(&api_ca, None, &[ALPN_HTTP1])
+            .map_err(|e| unusable(e.to_string()))?
+            .through(via);
         let client = ApiClient::with_tls(
             &format!("https://{}", self.endpoint),
             tls,
@@ -481,7 +520,7 @@ impl DiscoveryInput {
                 (Named::new(Input::Kubeconfig, "the"), src, cert.to_vec()),
                 (Named::new(Input::Kubeconfig, "the key of the"), src, key),
             )?;
-            let tls = TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1])?;
+            let tls = TlsClient::new(&api_ca, Some(&id), &[ALPN_HTTP1])?.through(via);
             Ok(ApiClient::with_tls(&server, tls, None)?)
         };
         let (facts, etcd) = cluster::read_cluster(

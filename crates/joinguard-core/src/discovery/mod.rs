@@ -215,18 +215,28 @@ impl DiscoveryError {
     }
 }
 
-/// Runs the whole chain against `endpoint` (`host:port`, as `kubeadm join` takes it).
+/// Runs the whole chain against `endpoint` (`host:port`, as `kubeadm join` takes it), through
+/// `via` when the environment sends the join's calls to the endpoint through that proxy.
 pub async fn discover(
     endpoint: &str,
     token: &BootstrapToken,
     trust: &CaTrust,
+    via: Option<&crate::proxy::ProxyUrl>,
     policy: &RetryPolicy,
     recorder: &Recorder,
 ) -> Result<Discovered, DiscoveryError> {
     let url = format!("https://{endpoint}");
-    let insecure = ApiClient::with_tls(&url, TlsClient::unverified(&[ALPN_HTTP1]), None)
-        .map_err(|e| DiscoveryError::Failed(format!("{endpoint}: {e}")))?;
-    let wake = insecure.socket_addr().map(WakeOnConnect::new);
+    let insecure = ApiClient::with_tls(
+        &url,
+        TlsClient::unverified(&[ALPN_HTTP1]).through(via),
+        None,
+    )
+    .map_err(|e| DiscoveryError::Failed(format!("{endpoint}: {e}")))?;
+    // Waking on the endpoint's own port says nothing about a path through a proxy.
+    let wake = insecure
+        .socket_addr()
+        .filter(|_| via.is_none())
+        .map(WakeOnConnect::new);
     let first = fetch(
         &insecure,
         policy,
@@ -308,7 +318,9 @@ pub async fn discover(
         ca_pem.clone(),
     )
     .map_err(|e| unusable_ca(&e))?;
-    let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1]).map_err(|e| unusable_ca(&e))?;
+    let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
+        .map_err(|e| unusable_ca(&e))?
+        .through(via);
     let trusted = ApiClient::with_tls(&url, tls, None)
         .map_err(|e| DiscoveryError::Failed(format!("{endpoint}: {e}")))?;
     let second = fetch(

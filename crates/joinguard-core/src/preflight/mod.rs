@@ -252,6 +252,44 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     // one stream alone is too few samples to prove a loss), judged once, and said to be so.
     for (host, echoes) in &filtered {
         let Some((pooled, kinds)) = transport_loss(host, &obs.series, &judged) else {
+            // Only application-level streams answered (an API endpoint's /readyz, whose 503s
+            // and server time are not the path's): the loss is not measured, and that is said.
+            let Some(s) = summaries
+                .iter()
+                .find(|s| s.target.host == *host && s.probe == ProbeKind::IcmpEcho)
+            else {
+                continue;
+            };
+            let answered: Vec<String> = judged
+                .iter()
+                .filter(|o| o.target.host == *host)
+                .map(|o| {
+                    format!(
+                        "{} {} of {}",
+                        o.probe.as_str(),
+                        o.samples - o.lost,
+                        o.samples
+                    )
+                })
+                .collect();
+            checks.retain(|c| {
+                !(c.name == CheckName::PacketLoss
+                    && host_of(&c.target).is_some_and(|h| h.to_string() == *host))
+            });
+            checks.push(CheckResult {
+                name: CheckName::PacketLoss,
+                target: s.target.endpoint.clone(),
+                status: Status::Warning,
+                message: format!(
+                    "{host} filters ICMP: none of {echoes} echoes was answered while its \
+                     other probes answered ({}), and it has no transport-level probe (TCP \
+                     connect, TLS, etcd Status) to judge loss from: its packet loss and the ICMP \
+                     side of PathMTU are not measured",
+                    answered.join(", ")
+                ),
+                measured: None,
+                threshold: None,
+            });
             continue;
         };
         let r = checker.packet_loss(&pooled);

@@ -121,10 +121,12 @@ impl Report {
         notes: Vec<String>,
         duration: Duration,
     ) -> Report {
+        // Targets probed for themselves: an ICMP stream alone (to the proxy in front of an API
+        // endpoint) is the path to another target, not one more endpoint.
         let count = |kind: TargetKind| {
             summaries
                 .iter()
-                .filter(|s| s.target.kind == kind)
+                .filter(|s| s.target.kind == kind && s.probe != ProbeKind::IcmpEcho)
                 .map(|s| s.target.endpoint.as_str())
                 .collect::<BTreeSet<_>>()
                 .len()

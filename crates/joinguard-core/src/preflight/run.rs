@@ -374,10 +374,13 @@ pub async fn observe(
         .etcd_ca
         .as_ref()
         .and_then(|ca| TlsClient::new(ca, input.etcd_identity.as_ref(), &[ALPN_H2]).ok());
+    // The API is reached as the join reaches it: through the proxy the environment sends it to.
+    let api_proxy = input.api.as_ref().and_then(|t| input.proxy.tunnel_for(t));
     let api_tls = input
         .api_ca
         .as_ref()
-        .and_then(|ca| TlsClient::new(ca, None, &[ALPN_HTTP1]).ok());
+        .and_then(|ca| TlsClient::new(ca, None, &[ALPN_HTTP1]).ok())
+        .map(|c| c.through(api_proxy));
 
     if input.etcd_identity.is_none() && !input.etcd_clients.is_empty() {
         shared.note(
@@ -396,9 +399,17 @@ pub async fn observe(
         .chain(&input.etcd_clients)
         .chain(&input.etcd_peers)
         .collect();
+    // The API reached through a proxy: this node's packets for it go to the proxy, so the
+    // proxy's host carries the ICMP stream (and the path MTU) in the API host's place.
+    let api_hop =
+        api_proxy.and_then(|p| Target::parse(TargetKind::ApiServer, &p.authority, true).ok());
     for t in &all_targets {
+        let t = match (&api_hop, t.kind) {
+            (Some(hop), TargetKind::ApiServer) => hop,
+            _ => *t,
+        };
         if let Ok(ip) = t.host.parse::<IpAddr>() {
-            hosts.entry(ip).or_insert_with(|| (*t).clone());
+            hosts.entry(ip).or_insert_with(|| t.clone());
         }
     }
 
@@ -521,17 +532,24 @@ pub async fn observe(
             &policy,
             &limits,
             api_tls.as_ref(),
+            api_proxy,
             api.clone(),
             &shared,
         )));
-        tasks.push(Box::pin(api_families(clock, api.clone(), &shared)));
+        // Through a proxy, the proxy resolves the name and picks the family.
+        if api_proxy.is_none() {
+            tasks.push(Box::pin(api_families(clock, api.clone(), &shared)));
+        }
     }
     for t in input.api.iter().chain(&input.etcd_clients) {
         if let crate::proxy::Route::Proxy(p) = input.proxy.route("https", &t.host, t.port) {
+            // The API's own probes are tunnelled (above); etcd's go direct.
+            let through = t.kind == TargetKind::ApiServer && api_proxy.is_some();
             tasks.push(Box::pin(proxied_path(
                 clock,
                 t.clone(),
                 p.clone(),
+                through,
                 &input.proxy,
                 &shared,
             )));
@@ -1162,6 +1180,7 @@ async fn api_target(
     policy: &SamplingPolicy,
     limits: &Limits,
     tls: Option<&TlsClient>,
+    proxy: Option<&crate::proxy::ProxyUrl>,
     target: Target,
     shared: &Shared,
 ) {
@@ -1170,7 +1189,16 @@ async fn api_target(
             "no --apiserver-cacert: {target} is probed with TCP connects only; /readyz and \
              APIServerLatency are not measured"
         ));
-        let samples = stream(clock, policy, &limits.connect, |to| tcp::probe(&target, to)).await;
+        let samples = match proxy {
+            // Through the proxy: the time to its `200` is the connection the join gets.
+            Some(p) => {
+                stream(clock, policy, &limits.connect, |to| {
+                    crate::probe::proxy::connect(p, &target.host, target.port, to)
+                })
+                .await
+            }
+            None => stream(clock, policy, &limits.connect, |to| tcp::probe(&target, to)).await,
+        };
         shared.push(&target, ProbeKind::TcpConnect, samples);
         return;
     };
@@ -1206,12 +1234,14 @@ async fn api_target(
     shared.push(&target, ProbeKind::ApiReadyz, samples);
 }
 
-/// Three CONNECTs to `target` through `proxy`, 100 ms apart, each bounded by one second and the
-/// run's deadline: what the join's calls to it will meet.
+/// Three CONNECTs to `target` through `proxy`, 100 ms apart, each bounded by
+/// [`PROXY_TIMEOUT`] and the run's deadline: what the join's calls to it will meet; beside each,
+/// a direct TCP connect (bounded by one second), for what the proxy adds.
 async fn proxied_path(
     clock: Clock,
     target: Target,
     proxy: crate::proxy::ProxyUrl,
+    probed_through: bool,
     env: &crate::proxy::ProxyEnv,
     shared: &Shared,
 ) {
@@ -1224,12 +1254,23 @@ async fn proxied_path(
                 .await
         }
     };
+    let direct_one = |i: u32| {
+        let target = target.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(100) * i).await;
+            let left = clock.deadline.saturating_duration_since(Instant::now());
+            tcp::probe(&target, left.min(Duration::from_secs(1))).await
+        }
+    };
     // Only http:// proxies tunnel with a plain CONNECT; the others are reported unprobed.
-    let samples = if proxy.scheme == "http" {
-        let (a, b, c) = tokio::join!(one(0), one(1), one(2));
-        vec![a, b, c]
+    let (samples, direct) = if proxy.scheme == "http" {
+        let ((a, b, c), (x, y, z)) =
+            tokio::join!(async { tokio::join!(one(0), one(1), one(2)) }, async {
+                tokio::join!(direct_one(0), direct_one(1), direct_one(2))
+            });
+        (vec![a, b, c], vec![x, y, z])
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let fix = env.no_proxy_with(&target.host);
     shared.with(|o| {
@@ -1237,6 +1278,8 @@ async fn proxied_path(
             target,
             proxy,
             samples,
+            direct,
+            probed_through,
             no_proxy_fix: fix,
         })
     });

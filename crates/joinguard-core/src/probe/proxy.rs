@@ -20,16 +20,22 @@ const MAX_HEAD: usize = 8 * 1024;
 /// the time to the proxy's `200`, or why it did not come.
 pub async fn connect(proxy: &ProxyUrl, host: &str, port: u16, timeout: Duration) -> Sample {
     Sample {
-        result: tunnel(proxy, host, port, timeout).await,
+        result: open(proxy, host, port, timeout).await.map(|t| {
+            let _ = t.stream.set_zero_linger();
+            t.connect
+        }),
     }
 }
 
-async fn tunnel(
+/// Opens a tunnel to `host:port` through `proxy` within `timeout` and hands it over, as the
+/// connection a TLS handshake with the target then runs on (what client-go does for a proxied
+/// call). `peer` is the proxy's address, `connect` the time to the proxy's `200`.
+pub async fn open(
     proxy: &ProxyUrl,
     host: &str,
     port: u16,
     timeout: Duration,
-) -> Result<Duration, ProbeFailure> {
+) -> Result<tcp::TcpConnected, ProbeFailure> {
     if proxy.scheme != "http" {
         return Err(ProbeFailure::Io(format!(
             "a {} proxy is not probed (only http:// proxies, which tunnel with CONNECT)",
@@ -56,16 +62,17 @@ async fn tunnel(
         "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: joinguard/{}\r\n\r\n",
         env!("CARGO_PKG_VERSION")
     );
+    // The answer is read a byte at a time up to its blank line, so that nothing the target sends
+    // after it (its TLS ServerHello, once the client has spoken) is taken from the tunnel.
     let io = async {
         c.stream.write_all(request.as_bytes()).await?;
-        let mut head = Vec::with_capacity(512);
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
-            let n = c.stream.read(&mut buf).await?;
-            if n == 0 {
+        let mut head = Vec::with_capacity(256);
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && head.len() < MAX_HEAD {
+            if c.stream.read(&mut byte).await? == 0 {
                 break;
             }
-            head.extend_from_slice(&buf[..n]);
+            head.push(byte[0]);
         }
         Ok::<_, std::io::Error>(head)
     };
@@ -74,24 +81,28 @@ async fn tunnel(
         Ok(Err(e)) => return Err(ProbeFailure::Io(format!("proxy {}: {e}", proxy.authority))),
         Ok(Ok(h)) => h,
     };
-    let _ = c.stream.set_zero_linger();
     let line = String::from_utf8_lossy(&head);
     let status_line = line.lines().next().unwrap_or("").trim().to_string();
     let mut parts = status_line.splitn(3, ' ');
     let (version, code) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    if !version.starts_with("HTTP/") {
-        return Err(ProbeFailure::Protocol(format!(
+    let refused = if !version.starts_with("HTTP/") {
+        ProbeFailure::Protocol(format!(
             "the proxy {} did not answer CONNECT in HTTP ({:?})",
             proxy.authority,
             status_line.chars().take(40).collect::<String>()
-        )));
-    }
-    if code == "200" {
-        return Ok(started.elapsed());
-    }
-    Err(ProbeFailure::Protocol(format!(
-        "the proxy {} answered CONNECT {authority} with `{}`",
-        proxy.authority,
-        status_line.chars().take(80).collect::<String>()
-    )))
+        ))
+    } else if code == "200" {
+        return Ok(tcp::TcpConnected {
+            connect: started.elapsed(),
+            ..c
+        });
+    } else {
+        ProbeFailure::Protocol(format!(
+            "the proxy {} answered CONNECT {authority} with `{}`",
+            proxy.authority,
+            status_line.chars().take(80).collect::<String>()
+        ))
+    };
+    let _ = c.stream.set_zero_linger();
+    Err(refused)
 }

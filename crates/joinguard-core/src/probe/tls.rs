@@ -327,6 +327,9 @@ pub struct TlsClient {
     verifier: Arc<dyn ServerCertVerifier>,
     identity: Option<Arc<CertifiedKey>>,
     alpn: Vec<Vec<u8>>,
+    /// An HTTP proxy every connection is tunnelled through (CONNECT), as a Go client does when
+    /// the environment sends its calls there; `None`: direct.
+    via: Option<crate::proxy::ProxyUrl>,
 }
 
 impl fmt::Debug for TlsClient {
@@ -334,6 +337,7 @@ impl fmt::Debug for TlsClient {
         f.debug_struct("TlsClient")
             .field("identity", &self.identity.is_some())
             .field("alpn", &self.alpn)
+            .field("via", &self.via.as_ref().map(|p| &p.authority))
             .finish()
     }
 }
@@ -355,6 +359,7 @@ impl TlsClient {
             verifier,
             identity: identity.map(ClientIdentity::certified_key),
             alpn: alpn.iter().map(|p| p.to_vec()).collect(),
+            via: None,
         })
     }
 
@@ -366,7 +371,24 @@ impl TlsClient {
             verifier: Arc::new(AcceptAnyServerCert),
             identity: None,
             alpn: alpn.iter().map(|p| p.to_vec()).collect(),
+            via: None,
         }
+    }
+
+    /// The same client, reaching its servers through `proxy` (an `http://` proxy: a CONNECT
+    /// tunnel, then TLS with the target inside it), or direct with `None`. A proxy of another
+    /// scheme is not tunnelled through: the connection goes direct, and `HTTPProxy` says the
+    /// path was not verified.
+    pub fn through(&self, proxy: Option<&crate::proxy::ProxyUrl>) -> Self {
+        TlsClient {
+            via: proxy.filter(|p| p.scheme == "http").cloned(),
+            ..self.clone()
+        }
+    }
+
+    /// The proxy this client tunnels through, if any.
+    pub fn proxy(&self) -> Option<&crate::proxy::ProxyUrl> {
+        self.via.as_ref()
     }
 
     /// Whether a client identity is configured.
@@ -414,9 +436,10 @@ impl TlsClient {
 /// The result of one TLS handshake, phase by phase.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TlsHandshake {
+    /// The address connected to: the server's, or the proxy's through one.
     pub peer: SocketAddr,
     pub dns: Duration,
-    /// TCP `connect()`.
+    /// TCP `connect()`; through a proxy, the connect and the CONNECT to its `200`.
     pub connect: Duration,
     /// ClientHello to the client's Finished (TLS 1.3: one round trip plus crypto).
     pub handshake: Duration,
@@ -484,9 +507,14 @@ async fn handshake_inner(
     let deadline = Instant::now() + timeout;
     let name = server_name(name)?;
     let (config, observed) = tls.session()?;
-    let tcp = tcp::connect(host, port, timeout)
-        .await
-        .map_err(TlsFailure::Tcp)?;
+    let tcp = match &tls.via {
+        Some(proxy) => {
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            super::proxy::open(proxy, bare, port, timeout).await
+        }
+        None => tcp::connect(host, port, timeout).await,
+    }
+    .map_err(TlsFailure::Tcp)?;
     let connector = TlsConnector::from(config);
     let t0 = Instant::now();
     let stream = match tokio::time::timeout_at(deadline, connector.connect(name, tcp.stream)).await

@@ -39,9 +39,15 @@ impl DiscoveryLab for LabEnv {
         self.joiner()
             .block_on(|| async move {
                 let rec = Recorder::new();
-                let r =
-                    discovery::discover(&endpoint, &token, &trust, &discovery::policy(None), &rec)
-                        .await;
+                let r = discovery::discover(
+                    &endpoint,
+                    &token,
+                    &trust,
+                    None,
+                    &discovery::policy(None),
+                    &rec,
+                )
+                .await;
                 (r, rec)
             })
             .expect("run in the joiner")

@@ -26,6 +26,17 @@ fn start_proxy(env: &LabEnv, deny: &[String]) -> Proxy {
 
 /// preflight from the join line (`-o json`) with `vars` in the environment.
 fn preflight_with(env: &LabEnv, vars: &[(&str, &str)]) -> (Run, Value) {
+    let run = preflight_args(env, vars, &["-o", "json"]);
+    let v = run.json();
+    (run, v)
+}
+
+/// preflight from the join line, human output, with `vars` in the environment.
+fn preflight_plain(env: &LabEnv, vars: &[(&str, &str)]) -> Run {
+    preflight_args(env, vars, &[])
+}
+
+fn preflight_args(env: &LabEnv, vars: &[(&str, &str)], extra: &[&str]) -> Run {
     let api = env.api().addr().to_string();
     let mut cmd = env.command([
         "preflight",
@@ -37,15 +48,12 @@ fn preflight_with(env: &LabEnv, vars: &[(&str, &str)]) -> (Run, Value) {
         "--control-plane",
         "--certificate-key",
         CERT_KEY,
-        "-o",
-        "json",
     ]);
+    cmd.args(extra);
     for (k, v) in vars {
         cmd.env(k, v);
     }
-    let run = harness::run(&mut cmd, RUN_TIMEOUT);
-    let v = run.json();
-    (run, v)
+    harness::run(&mut cmd, RUN_TIMEOUT)
 }
 
 fn proxy_checks(v: &Value) -> Vec<Value> {
@@ -59,47 +67,30 @@ fn proxy_checks(v: &Value) -> Vec<Value> {
 }
 
 labtest!(
-    /// The proxy refuses CONNECT to the API endpoint: unfit, naming the proxy, its answer and
-    /// the NO_PROXY fix; kubectl with the same environment fails the same way. The proxy
-    /// tunnelling everything: fit, with kubeadm's HTTPProxy warning per proxied target.
+    /// The proxy refuses CONNECT to the API endpoint: token discovery goes through it as kubeadm
+    /// join's does and stops there, naming the proxy, its answer and the NO_PROXY fix; kubectl
+    /// with the same environment fails the same way. The proxy refusing one member: unfit by
+    /// HTTPProxy for that member. The proxy tunnelling everything: fit, with kubeadm's HTTPProxy
+    /// warning per proxied target, the API's /readyz measured through the tunnel.
     preflight_behind_a_proxy_names_what_it_refuses_and_the_no_proxy_fix,
     lab(),
     |env| {
         let api_ip = env.api().host().ip().to_string();
         let proxy = start_proxy(&env, std::slice::from_ref(&api_ip));
         let url = proxy.url();
-        let (run, v) = preflight_with(&env, &[("HTTPS_PROXY", &url)]);
+        let run = preflight_plain(&env, &[("HTTPS_PROXY", &url)]);
         assert_eq!(run.code, 1, "{run}");
-        crate::schema::assert_valid("preflight", &run);
-        let checks = proxy_checks(&v);
-        let api = env.api().addr().to_string();
-        let refused = checks
-            .iter()
-            .find(|c| c["target"] == api.as_str())
-            .unwrap_or_else(|| panic!("no HTTPProxy check for {api}: {run}"));
-        assert_eq!(refused["status"], "error", "{refused}");
-        let m = refused["message"].as_str().unwrap();
         assert!(
-            m.contains(&format!("go through the proxy {url} (HTTPS_PROXY)"))
-                && m.contains("403 Filtered")
-                && m.ends_with(&format!("NO_PROXY={api_ip}")),
-            "{m}"
+            run.stderr.contains(&format!(
+                "token discovery: cluster-info get (unverified): the proxy {} answered CONNECT \
+                 {api_ip}:6443 with `HTTP/1.1 403 Filtered`",
+                url.trim_start_matches("http://")
+            )) && run.stderr.contains(&format!(
+                "kubeadm join's discovery reaches {api_ip}:6443 through the same proxy ({url}, \
+                 from HTTPS_PROXY) and fails the same way; to send it direct: NO_PROXY={api_ip}"
+            )),
+            "{run}"
         );
-        // The members' etcd calls go through the proxy too, which tunnels them: warnings.
-        for m in env.etcd().members() {
-            let ep = format!("{}:2379", m.ip());
-            let c = checks
-                .iter()
-                .find(|c| c["target"] == ep.as_str())
-                .unwrap_or_else(|| panic!("no HTTPProxy check for {ep}: {run}"));
-            assert_eq!(c["status"], "warning", "{c}");
-            assert!(
-                c["message"].as_str().unwrap().starts_with(&format!(
-                    "Connection to \"https://{ep}\" uses proxy \"{url}\". If that is not intended"
-                )),
-                "{c}"
-            );
-        }
         assert!(proxy.log().contains("Proxying refused on filtered domain"), "{}", proxy.log());
 
         // kubectl, with the same environment, meets the same refusal.
@@ -120,6 +111,34 @@ labtest!(
             "{k}"
         );
 
+        // The proxy refuses one member: kubeadm's etcd calls to it would fail.
+        drop(proxy);
+        let m2 = env.etcd().member(1).ip().to_string();
+        let proxy = start_proxy(&env, std::slice::from_ref(&m2));
+        let url = proxy.url();
+        let (run, v) = preflight_with(&env, &[("HTTPS_PROXY", &url)]);
+        assert_eq!(run.code, 1, "{run}");
+        crate::schema::assert_valid("preflight", &run);
+        let checks = proxy_checks(&v);
+        let ep = format!("{m2}:2379");
+        let refused = checks
+            .iter()
+            .find(|c| c["target"] == ep.as_str())
+            .unwrap_or_else(|| panic!("no HTTPProxy check for {ep}: {run}"));
+        assert_eq!(refused["status"], "error", "{refused}");
+        let m = refused["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!("go through the proxy {url} (HTTPS_PROXY)"))
+                && m.contains("403 Filtered")
+                && m.ends_with(&format!("NO_PROXY={m2}")),
+            "{m}"
+        );
+        let others: Vec<&Value> = checks.iter().filter(|c| c["target"] != ep.as_str()).collect();
+        assert_eq!(others.len(), 3, "the API and two members: {run}");
+        assert!(others.iter().all(|c| c["status"] == "warning"), "{run}");
+
+        // Tunnelling all: fit; the API's /readyz went through the tunnel (the proxy's log has
+        // its CONNECTs), and the warning says what the proxy adds to each new connection.
         drop(proxy);
         let proxy = start_proxy(&env, &[]);
         let (run, v) = preflight_with(&env, &[("HTTPS_PROXY", &proxy.url())]);
@@ -128,11 +147,70 @@ labtest!(
         assert_eq!(checks.len(), 4, "the API and three members: {run}");
         assert!(checks.iter().all(|c| c["status"] == "warning"), "{run}");
         assert!(
-            checks.iter().all(|c| c["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("opened a tunnel in"))),
+            checks.iter().all(|c| c["message"].as_str().is_some_and(|m| m
+                .contains("opened a tunnel in")
+                && m.contains("so the proxy adds"))),
             "{run}"
         );
+        let api = env.api().addr().to_string();
+        let w = checks.iter().find(|c| c["target"] == api.as_str()).unwrap();
+        assert!(
+            w["message"]
+                .as_str()
+                .unwrap()
+                .contains("joinguard's own probes of it go through the proxy too"),
+            "{w}"
+        );
+        let readyz = v["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["target"] == api.as_str() && m["probe"] == "api-readyz")
+            .unwrap_or_else(|| panic!("no api-readyz row: {run}"));
+        assert!(
+            readyz["samples"].as_u64().unwrap() > readyz["lost"].as_u64().unwrap()
+                && readyz["p50Ms"].as_f64().is_some(),
+            "{readyz}"
+        );
+        let connects = proxy.log().matches(api.as_str()).count();
+        assert!(connects >= 3, "the proxy saw {connects} requests for the API\n{}", proxy.log());
+    }
+);
+
+labtest!(
+    /// The joiner has no direct path to the API endpoint (blackout on that link), only the one
+    /// through the proxy, as on a node whose egress must go through it: token discovery and the
+    /// API's probes go through the proxy, as kubeadm join's calls do, so the verdict is fit and
+    /// the warning says the proxy is the only way there. Measured direct, as before this round,
+    /// the same node was unfit (discovery could not reach the API).
+    preflight_through_the_only_path_to_the_api_is_fit,
+    lab(),
+    |env| {
+        let proxy = start_proxy(&env, &[]);
+        let url = proxy.url();
+        let lab = env.lab();
+        lab.net()
+            .set_link(env.joiner(), env.api().host(), netlab::Impairment::blackout());
+        let (run, v) = preflight_with(&env, &[("HTTPS_PROXY", &url)]);
+        assert_eq!(run.code, 0, "{run}");
+        let api = env.api().addr().to_string();
+        let checks = proxy_checks(&v);
+        let w = checks
+            .iter()
+            .find(|c| c["target"] == api.as_str())
+            .unwrap_or_else(|| panic!("no HTTPProxy check for {api}: {run}"));
+        assert_eq!(w["status"], "warning", "{w}");
+        assert!(
+            w["message"].as_str().unwrap().contains(&format!(
+                "direct, {api} does not answer (3 of 3 TCP connects failed): the proxy is the \
+                 join's only way there, keep it"
+            )),
+            "{w}"
+        );
+        // The direct path, as if the environment had no proxy: unfit, discovery cannot start.
+        let run = preflight_plain(&env, &[]);
+        assert_eq!(run.code, 1, "{run}");
+        assert!(run.stderr.contains("token discovery"), "{run}");
     }
 );
 
@@ -167,6 +245,40 @@ labtest!(
                 .ends_with(&format!("no_proxy={no_proxy},{})", members[2])),
             "{}",
             checks[0]
+        );
+    }
+);
+
+labtest!(
+    /// An API endpoint that drops pings, probed from the join line (so only /readyz, an
+    /// application-level stream, answers): its loss cannot be judged from transport-level probes,
+    /// and the report says so in a PacketLoss warning instead of leaving the lost echoes unjudged.
+    preflight_an_api_endpoint_that_filters_icmp_is_named_not_passed_silently,
+    lab(),
+    |env| {
+        env.lab().net().set_link(
+            env.joiner(),
+            env.api().host(),
+            netlab::Impairment::delay(Duration::from_millis(1)).with_drop_ping(),
+        );
+        let (run, v) = preflight_with(&env, &[]);
+        assert_eq!(run.code, 0, "{run}");
+        let api_ip = env.api().host().ip().to_string();
+        let c = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["name"] == "PacketLoss"
+                    && c["target"].as_str().is_some_and(|t| t.starts_with(&api_ip))
+            })
+            .unwrap_or_else(|| panic!("no PacketLoss finding for {api_ip}: {run}"));
+        assert_eq!(c["status"], "warning", "{c}");
+        assert!(
+            c["message"].as_str().unwrap().contains(
+                "filters ICMP: none of"
+            ) && c["message"].as_str().unwrap().contains("its packet loss and the ICMP side of PathMTU are not measured"),
+            "{c}"
         );
     }
 );

@@ -155,6 +155,10 @@ struct UpArgs {
     /// CONNECT (give it to joinguard and kubectl as HTTPS_PROXY).
     #[arg(long)]
     proxy: bool,
+    /// With --proxy: a host (a lab host's name, or an address) the proxy refuses to tunnel to
+    /// (403 Filtered), as an egress proxy's deny rule does. Repeat for more.
+    #[arg(long, value_name = "HOST", requires = "proxy")]
+    proxy_deny: Vec<String>,
 }
 
 fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
@@ -251,6 +255,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         routers,
         ip_family,
         proxy,
+        proxy_deny,
     } = args;
     let family: netlab::IpFamily = ip_family.parse()?;
     if api && members == 0 {
@@ -401,7 +406,15 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let _egress = if proxy {
-        let p = netlab::proxy::Proxy::start(lab.host("proxy"), &lab.dir().join("proxy"), &[])?;
+        // A lab host's name stands for its address (the proxy sees the CONNECT's address).
+        let deny: Vec<String> = proxy_deny
+            .iter()
+            .map(|h| match lab.hosts().iter().find(|x| x.name() == h) {
+                Some(x) => x.ip().to_string(),
+                None => h.clone(),
+            })
+            .collect();
+        let p = netlab::proxy::Proxy::start(lab.host("proxy"), &lab.dir().join("proxy"), &deny)?;
         out("");
         out(format!(
             "egress proxy (tinyproxy): {} (log: {})",
@@ -412,6 +425,9 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             "  the join's calls through it: HTTPS_PROXY={} joinguard preflight ...",
             p.url()
         ));
+        if !deny.is_empty() {
+            out(format!("  it refuses CONNECT to: {}", deny.join(", ")));
+        }
         Some(p)
     } else {
         None
