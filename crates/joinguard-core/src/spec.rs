@@ -130,6 +130,9 @@ pub struct PreflightSpec {
     /// Skip the bandwidth probe.
     pub no_bandwidth: bool,
 
+    /// Probe every path direct, whatever the proxy environment says.
+    pub ignore_proxy_env: bool,
+
     /// Re-check with backoff until fit or until this long has passed.
     pub wait: Option<Duration>,
 
@@ -183,6 +186,7 @@ impl PreflightSpec {
             write_probe: false,
             bandwidth: false,
             no_bandwidth: false,
+            ignore_proxy_env: false,
             wait: None,
             timeout: DEFAULT_PREFLIGHT_TIMEOUT,
             node_name: None,

@@ -568,6 +568,13 @@ command_args! {
         #[arg(long, conflicts_with = "bandwidth")]
         pub no_bandwidth: bool,
 
+        /// Probe every path direct, as if HTTPS_PROXY, HTTP_PROXY and NO_PROXY were unset. By
+        /// default joinguard takes the path kubeadm join takes: through the proxy the environment
+        /// names for the API endpoint (HTTPProxy judges each proxied call). Use this only when
+        /// joinguard runs with another environment than the join.
+        #[arg(long)]
+        pub ignore_proxy_env: bool,
+
         /// Instead of failing at once, re-check with backoff until fit or until this long has passed
         /// (e.g. 5m): covers a load balancer that is reloading.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

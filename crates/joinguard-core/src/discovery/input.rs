@@ -274,8 +274,12 @@ impl PreflightInput {
             control_plane: a.control_plane,
             advertise_address: None,
             notes: Vec::new(),
-            proxy: crate::proxy::ProxyEnv::from_env(&|k| std::env::var(k).ok())
-                .map_err(|e| InputError::Other(format!("the environment's {e}")))?,
+            proxy: if a.ignore_proxy_env {
+                crate::proxy::ProxyEnv::default()
+            } else {
+                crate::proxy::ProxyEnv::from_env(&|k| std::env::var(k).ok())
+                    .map_err(|e| InputError::Other(format!("the environment's {e}")))?
+            },
         })
     }
 }

@@ -175,6 +175,17 @@ impl ApiClient {
         })
     }
 
+    /// The same client, its connections tunnelled through the `http://` proxy `env` names for
+    /// the server (Go's rules, as client-go applies them), or direct.
+    pub fn through_env(mut self, env: &crate::proxy::ProxyEnv) -> Self {
+        let proxy = match env.route("https", &self.host, self.port) {
+            crate::proxy::Route::Proxy(p) => Some(p),
+            crate::proxy::Route::Direct(_) => None,
+        };
+        self.tls = self.tls.through(proxy);
+        self
+    }
+
     /// `https://host:port` of the server.
     pub fn server(&self) -> String {
         if self.host.contains(':') {

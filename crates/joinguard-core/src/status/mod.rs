@@ -255,6 +255,9 @@ pub enum StatusInputError {
     ZeroTimeout(Named),
     #[error(transparent)]
     Client(#[from] crate::kube::ClientError),
+    /// A proxy variable in the environment that Go would refuse too.
+    #[error("the environment's {0}")]
+    Proxy(#[from] crate::proxy::ProxyEnvError),
 }
 
 impl StatusInput {
@@ -320,11 +323,15 @@ impl StatusInput {
         if a.timeout.is_zero() {
             return Err(StatusInputError::ZeroTimeout(name(Input::Timeout)));
         }
+        // The API calls go where kubeadm's client-go calls go: through the proxy the
+        // environment names for the kubeconfig's server, if any.
+        let proxy = crate::proxy::ProxyEnv::from_env(&|k| std::env::var(k).ok())?;
         let client = ApiClient::from_kubeconfig(
             &name(Input::Kubeconfig),
             &a.kubeconfig,
             a.context.as_deref(),
-        )?;
+        )?
+        .through_env(&proxy);
         Ok(StatusInput {
             client,
             node_name,

@@ -207,10 +207,16 @@ labtest!(
             )),
             "{w}"
         );
-        // The direct path, as if the environment had no proxy: unfit, discovery cannot start.
-        let run = preflight_plain(&env, &[]);
+        // The direct path, as if the environment had no proxy (--ignore-proxy-env): unfit,
+        // discovery cannot reach the API, and nothing goes through the proxy.
+        let before = proxy.log().matches(&api).count();
+        let run = preflight_args(&env, &[("HTTPS_PROXY", &url)], &["--ignore-proxy-env"]);
         assert_eq!(run.code, 1, "{run}");
-        assert!(run.stderr.contains("token discovery"), "{run}");
+        assert!(
+            run.stderr.contains("token discovery") && !run.stderr.contains("through the proxy"),
+            "{run}"
+        );
+        assert_eq!(proxy.log().matches(&api).count(), before, "{}", proxy.log());
     }
 );
 
@@ -280,5 +286,46 @@ labtest!(
             ) && c["message"].as_str().unwrap().contains("its packet loss and the ICMP side of PathMTU are not measured"),
             "{c}"
         );
+    }
+);
+
+labtest!(
+    /// `update-status` makes its API calls where kubeadm's client-go makes them: through the
+    /// proxy the environment names for the kubeconfig's server. With the joiner's direct link to
+    /// the API dark it writes through the proxy (the proxy's log has the CONNECTs); the proxy
+    /// refusing the API fails it with the proxy's answer.
+    update_status_goes_through_the_proxy_the_environment_names,
+    lab(),
+    |env| {
+        let proxy = start_proxy(&env, &[]);
+        let url = proxy.url();
+        env.api()
+            .upsert(serde_json::json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "cp-2", "labels": {"kubernetes.io/hostname": "cp-2"}},
+            }))
+            .expect("node");
+        env.lab()
+            .net()
+            .set_link(env.joiner(), env.api().host(), netlab::Impairment::blackout());
+        let status = |url: &str| {
+            let mut cmd = env.command(["update-status", "--kubeconfig"]);
+            cmd.arg(env.admin_kubeconfig())
+                .args(["--node-name", "cp-2", "--timeout", "20s"])
+                .args(["--apiserver-advertise-address", "198.18.1.7"])
+                .env("HTTPS_PROXY", url);
+            harness::run(&mut cmd, RUN_TIMEOUT)
+        };
+        let run = status(&url);
+        assert_eq!(run.code, 0, "{run}");
+        let api = env.api().addr().to_string();
+        assert!(proxy.log().contains(&api), "{}", proxy.log());
+
+        drop(proxy);
+        let api_ip = env.api().host().ip().to_string();
+        let proxy = start_proxy(&env, std::slice::from_ref(&api_ip));
+        let run = status(&proxy.url());
+        assert_ne!(run.code, 0, "{run}");
+        assert!(run.stderr.contains("403 Filtered"), "{run}");
     }
 );
