@@ -49,10 +49,13 @@ pub enum CheckName {
     /// A call of the join that goes through an egress proxy, and what the proxy answered
     /// (`proxy`; kubeadm's `HTTPProxy`).
     HttpProxy,
+    /// The first address of the cluster's service or pod subnet goes through an egress proxy
+    /// (kubeadm's `HTTPProxyCIDR`).
+    HttpProxyCidr,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 21] = [
+    pub const ALL: [CheckName; 22] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -74,6 +77,7 @@ impl CheckName {
         CheckName::EtcdAddressFamily,
         CheckName::ApiServerAddressFamily,
         CheckName::HttpProxy,
+        CheckName::HttpProxyCidr,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -101,6 +105,7 @@ impl CheckName {
             CheckName::EtcdAddressFamily => "EtcdAddressFamily",
             CheckName::ApiServerAddressFamily => "APIServerAddressFamily",
             CheckName::HttpProxy => "HTTPProxy",
+            CheckName::HttpProxyCidr => "HTTPProxyCIDR",
         }
     }
 

@@ -155,6 +155,72 @@ impl Checker {
     }
 }
 
+/// The address kubeadm's `HTTPProxyCIDRCheck` asks about for `cidr`: its first host address
+/// (`netutils.GetIndexedIP(cidr, 1)`), with the port of the URL kubeadm builds (`https://IP/`, or
+/// `https://[IP]:1234/` for IPv6). `None` when `cidr` is not a CIDR.
+fn first_address(cidr: &str) -> Option<(std::net::IpAddr, u16)> {
+    use std::net::IpAddr;
+    let (addr, bits) = cidr.trim().split_once('/')?;
+    let bits: u32 = bits.parse().ok()?;
+    match addr.parse::<IpAddr>().ok()? {
+        IpAddr::V4(a) if bits <= 32 => {
+            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+            let first = (u32::from(a) & mask).checked_add(1)?;
+            Some((IpAddr::V4(first.into()), 443))
+        }
+        IpAddr::V6(a) if bits <= 128 => {
+            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+            let first = (u128::from(a) & mask).checked_add(1)?;
+            Some((IpAddr::V6(first.into()), 1234))
+        }
+        _ => None,
+    }
+}
+
+impl Checker {
+    /// kubeadm's `HTTPProxyCIDR` for the service or pod subnet `cidr`: a warning, in kubeadm's
+    /// words, when the environment sends `https://` to its first address through a proxy (the
+    /// API server's and the kubelet's calls into the cluster network would go there), with the
+    /// `NO_PROXY` entry that fixes it; `None` when it goes direct.
+    pub(crate) fn http_proxy_cidr(
+        &self,
+        cidr: &str,
+        env: &crate::proxy::ProxyEnv,
+    ) -> Option<CheckResult> {
+        let message = match first_address(cidr) {
+            None => format!(
+                "kubeadm-config's networking has {cidr:?}, which is not a CIDR: kubeadm's \
+                 HTTPProxyCIDR check cannot read it either (\"error parsing CIDR\")"
+            ),
+            Some((ip, port)) => {
+                let crate::proxy::Route::Proxy(p) = env.route("https", &ip.to_string(), port)
+                else {
+                    return None;
+                };
+                format!(
+                    "connection to \"{cidr}\" uses proxy \"{}://{}\". This may lead to \
+                     malfunctional cluster setup. Make sure that Pod and Services IP ranges \
+                     specified correctly as exceptions in proxy configuration (its first \
+                     address, {ip}, goes through the proxy from {}; to send the range direct: \
+                     {})",
+                    p.scheme,
+                    p.authority,
+                    p.variable,
+                    env.no_proxy_with(cidr.trim())
+                )
+            }
+        };
+        Some(CheckResult {
+            name: CheckName::HttpProxyCidr,
+            target: cidr.trim().to_string(),
+            status: Status::Warning,
+            message,
+            measured: None,
+            threshold: None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +286,57 @@ mod tests {
             Status::Error,
             "407 without credentials"
         );
+    }
+
+    /// kubeadm's HTTPProxyCIDR: the range's first address asked of the environment, kubeadm's
+    /// wording (with the CIDR, as kubeadm prints it), and nothing when NO_PROXY covers it.
+    #[test]
+    fn a_proxied_subnet_is_kubeadms_http_proxy_cidr_warning() {
+        assert_eq!(
+            first_address("10.96.0.0/12"),
+            Some(("10.96.0.1".parse().unwrap(), 443))
+        );
+        assert_eq!(
+            first_address("fd00:10:96::/112"),
+            Some(("fd00:10:96::1".parse().unwrap(), 1234))
+        );
+        assert_eq!(first_address("10.96.0.0"), None);
+        let c = Checker::default();
+        let env = |no: &str| {
+            crate::proxy::ProxyEnv::from_env(&|k| match k {
+                "HTTPS_PROXY" => Some("http://10.0.0.9:3128".to_string()),
+                "NO_PROXY" => Some(no.to_string()),
+                _ => None,
+            })
+            .unwrap()
+        };
+        let w = c.http_proxy_cidr("10.96.0.0/12", &env("10.0.0.5")).unwrap();
+        assert_eq!(
+            (w.name, w.status),
+            (CheckName::HttpProxyCidr, Status::Warning)
+        );
+        assert!(
+            w.message.starts_with(
+                "connection to \"10.96.0.0/12\" uses proxy \"http://10.0.0.9:3128\". This may \
+                 lead to malfunctional cluster setup. Make sure that Pod and Services IP ranges \
+                 specified correctly as exceptions in proxy configuration (its first address, \
+                 10.96.0.1, goes through the proxy from HTTPS_PROXY"
+            ) && w.message.ends_with("NO_PROXY=10.0.0.5,10.96.0.0/12)"),
+            "{}",
+            w.message
+        );
+        // A range that NO_PROXY covers, or one whose first address it lists, goes direct.
+        assert!(c
+            .http_proxy_cidr("10.96.0.0/12", &env("10.96.0.0/12"))
+            .is_none());
+        assert!(c
+            .http_proxy_cidr("10.96.0.0/12", &env("10.96.0.1"))
+            .is_none());
+        assert!(c
+            .http_proxy_cidr("fd00:10:96::/112", &env("fd00:10:96::/64"))
+            .is_none());
+        let bad = c.http_proxy_cidr("10.96.0.0", &env("")).unwrap();
+        assert!(bad.message.contains("not a CIDR"), "{}", bad.message);
     }
 
     /// Beside the CONNECTs, direct connects say what the proxy adds, or that it is the only way.

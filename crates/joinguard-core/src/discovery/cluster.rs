@@ -85,6 +85,9 @@ pub struct ClusterFacts {
     pub certificates_dir: Option<String>,
     /// `kubernetesVersion`, e.g. `v1.32.0` (kubeadm upgrade keeps it current).
     pub kubernetes_version: Option<String>,
+    /// `networking.serviceSubnet` and `networking.podSubnet`, each split at `,` (dual-stack
+    /// lists both families), in that order: what kubeadm's `HTTPProxyCIDR` checks.
+    pub cluster_cidrs: Vec<String>,
 }
 
 /// The group of kubeadm's admin.conf from 1.29 on, bound to `cluster-admin` by the
@@ -132,6 +135,14 @@ impl ClusterFacts {
             .as_str()
             .filter(|s| !s.is_empty())
             .map(str::to_string);
+        f.cluster_cidrs = ["serviceSubnet", "podSubnet"]
+            .iter()
+            .filter_map(|k| cc["networking"][k].as_str())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect();
         f.certificates_dir = cc["certificatesDir"]
             .as_str()
             .filter(|s| !s.is_empty())

@@ -102,6 +102,9 @@ pub struct PreflightInput {
     pub notes: Vec<String>,
     /// The proxy environment the join's calls will meet (`HTTPS_PROXY`, `NO_PROXY`).
     pub proxy: crate::proxy::ProxyEnv,
+    /// The cluster's service and pod subnets (kubeadm-config), for `HTTPProxyCIDR` on a
+    /// control-plane join.
+    pub cluster_cidrs: Vec<String>,
 }
 
 impl PreflightInput {
@@ -274,6 +277,7 @@ impl PreflightInput {
             control_plane: a.control_plane,
             advertise_address: None,
             notes: Vec::new(),
+            cluster_cidrs: Vec::new(),
             proxy: if a.ignore_proxy_env {
                 crate::proxy::ProxyEnv::default()
             } else {

@@ -588,6 +588,10 @@ impl Found {
         notes: &dyn Notes,
     ) -> Result<(), InputError> {
         input.api_ca = Some(self.api_ca);
+        // kubeadm checks the subnets' proxying on a control-plane join only (RunInitNodeChecks).
+        if input.control_plane {
+            input.cluster_cidrs = self.facts.cluster_cidrs.clone();
+        }
         // A worker join does not touch etcd: its members are looked up only for a control-plane
         // join or when etcd inputs were given.
         if input.etcd_clients.is_empty() && want_etcd {

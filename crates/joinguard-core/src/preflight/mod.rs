@@ -348,6 +348,12 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     checks.extend(checker.path_mtu(&obs.pmtu, &obs.fullsize));
     checks.extend(obs.families.iter().filter_map(|f| checker.api_families(f)));
     checks.extend(obs.proxied.iter().map(|p| checker.http_proxy(p)));
+    checks.extend(
+        input
+            .cluster_cidrs
+            .iter()
+            .filter_map(|c| checker.http_proxy_cidr(c, &input.proxy)),
+    );
     if let Some(list) = &obs.member_list {
         checks.extend(checker.cluster_state(list, &node));
     }

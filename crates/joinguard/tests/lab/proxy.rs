@@ -221,8 +221,10 @@ labtest!(
 );
 
 labtest!(
-    /// NO_PROXY with a CIDR that covers the API and every member: no proxy finding, the calls
-    /// go direct. A NO_PROXY that misses one member: the finding names that member alone.
+    /// NO_PROXY with a CIDR that covers the API and every member: no HTTPProxy finding, the
+    /// calls go direct; the service subnet (kubeadm-config's 10.96.0.0/12) is not in it:
+    /// kubeadm's HTTPProxyCIDR warning, gone once NO_PROXY lists it. A NO_PROXY that misses one
+    /// member: the finding names that member alone.
     preflight_no_proxy_cidrs_send_the_join_direct_and_a_miss_is_named,
     lab(),
     |env| {
@@ -234,6 +236,37 @@ labtest!(
         );
         assert_eq!(run.code, 0, "{run}");
         assert!(proxy_checks(&v).is_empty(), "{run}");
+        let cidr: Vec<&Value> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"] == "HTTPProxyCIDR")
+            .collect();
+        assert_eq!(cidr.len(), 1, "{run}");
+        assert_eq!(
+            (cidr[0]["target"].as_str(), cidr[0]["status"].as_str()),
+            (Some("10.96.0.0/12"), Some("warning"))
+        );
+        assert!(
+            cidr[0]["message"].as_str().unwrap().starts_with(&format!(
+                "connection to \"10.96.0.0/12\" uses proxy \"{url}\". This may lead to \
+                 malfunctional cluster setup."
+            )) && cidr[0]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("NO_PROXY=198.18.0.0/24,10.96.0.0/12)"),
+            "{}",
+            cidr[0]
+        );
+        let (run, v) = preflight_with(
+            &env,
+            &[("HTTPS_PROXY", &url), ("NO_PROXY", "198.18.0.0/24,10.96.0.0/12")],
+        );
+        assert_eq!(run.code, 0, "{run}");
+        assert!(
+            v["checks"].as_array().unwrap().iter().all(|c| c["name"] != "HTTPProxyCIDR"),
+            "{run}"
+        );
 
         let members: Vec<String> = env.etcd().members().iter().map(|m| m.ip().to_string()).collect();
         let api_ip = env.api().host().ip().to_string();
