@@ -25,6 +25,8 @@ pub struct ProxiedPath {
     /// joinguard's own probes of the target went through the proxy too (the API endpoint: its
     /// latency and /readyz are the tunnel's), rather than the direct path.
     pub probed_through: bool,
+    /// kubeadm 1.34's etcd client: the endpoint whose route decides every member's.
+    pub decided_by: Option<Target>,
     /// The `NO_PROXY` setting that sends the join's calls to the target direct.
     pub no_proxy_fix: String,
 }
@@ -33,8 +35,18 @@ impl Checker {
     /// A warning (as kubeadm's) when the proxy opens the tunnel, an error when it does not.
     pub(crate) fn http_proxy(&self, p: &ProxiedPath) -> CheckResult {
         let t = &p.target;
-        let calls = match t.kind {
-            TargetKind::ApiServer => "token discovery and the join's API calls (client-go)",
+        let rule;
+        let calls = match (t.kind, &p.decided_by) {
+            (TargetKind::ApiServer, _) => "token discovery and the join's API calls (client-go)",
+            (_, Some(first)) => {
+                rule = format!(
+                    "kubeadm's etcd calls (member list, add, promote; gRPC; kubeadm 1.34's \
+                     grpc-go 1.72.1 tunnels every member once its first endpoint, {}, is \
+                     proxied, whatever NO_PROXY says of the others: grpc/grpc-go #8329)",
+                    first.endpoint
+                );
+                rule.as_str()
+            }
             _ => "kubeadm's etcd calls (member list, add, promote; gRPC)",
         };
         let purl = format!("{}://{}", p.proxy.scheme, p.proxy.authority);
@@ -246,6 +258,7 @@ mod tests {
             samples: vec![Sample { result }; 3],
             direct: Vec::new(),
             probed_through: kind == TargetKind::ApiServer,
+            decided_by: None,
             no_proxy_fix: env.no_proxy_with("10.0.0.5"),
         }
     }
@@ -337,6 +350,23 @@ mod tests {
             .is_none());
         let bad = c.http_proxy_cidr("10.96.0.0", &env("")).unwrap();
         assert!(bad.message.contains("not a CIDR"), "{}", bad.message);
+    }
+
+    /// kubeadm 1.34: a member's calls follow the first endpoint's route, and the message says so
+    /// with the fix that covers every member (the first endpoint in NO_PROXY).
+    #[test]
+    fn kubeadm_1_34s_rule_is_named_with_the_first_endpoint() {
+        let c = Checker::default();
+        let mut p = path(TargetKind::EtcdClient, "10.0.0.7:2379", true);
+        p.decided_by = Some(Target::parse(TargetKind::EtcdClient, "10.0.0.5:2379", true).unwrap());
+        let w = c.http_proxy(&p).message;
+        assert!(
+            w.contains(
+                "kubeadm 1.34's grpc-go 1.72.1 tunnels every member once its first endpoint, \
+                 10.0.0.5:2379, is proxied, whatever NO_PROXY says of the others"
+            ),
+            "{w}"
+        );
     }
 
     /// Beside the CONNECTs, direct connects say what the proxy adds, or that it is the only way.

@@ -105,6 +105,27 @@ pub struct PreflightInput {
     /// The cluster's service and pod subnets (kubeadm-config), for `HTTPProxyCIDR` on a
     /// control-plane join.
     pub cluster_cidrs: Vec<String>,
+    /// The cluster's `kubernetesVersion` (kubeadm-config), which the joining kubeadm matches:
+    /// it decides how kubeadm's etcd client meets a proxy (docs/proxy.md).
+    pub cluster_version: Option<String>,
+}
+
+impl PreflightInput {
+    /// kubeadm 1.34 links grpc-go 1.72.1, which decides the proxy once, for the etcd client's
+    /// target (its first endpoint), and tunnels every member's calls the same way
+    /// (grpc/grpc-go #7881, fixed in 1.72.2 by #8329). The first endpoint when this cluster's
+    /// kubeadm does so.
+    pub fn etcd_proxy_decided_by(&self) -> Option<&Target> {
+        let minor = self
+            .cluster_version
+            .as_deref()?
+            .trim_start_matches('v')
+            .split('.')
+            .nth(1)?
+            .parse::<u32>()
+            .ok()?;
+        (minor == 34).then(|| self.etcd_clients.first()).flatten()
+    }
 }
 
 impl PreflightInput {
@@ -278,6 +299,7 @@ impl PreflightInput {
             advertise_address: None,
             notes: Vec::new(),
             cluster_cidrs: Vec::new(),
+            cluster_version: None,
             proxy: if a.ignore_proxy_env {
                 crate::proxy::ProxyEnv::default()
             } else {

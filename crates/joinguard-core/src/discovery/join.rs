@@ -592,6 +592,7 @@ impl Found {
         if input.control_plane {
             input.cluster_cidrs = self.facts.cluster_cidrs.clone();
         }
+        input.cluster_version = self.facts.kubernetes_version.clone();
         // A worker join does not touch etcd: its members are looked up only for a control-plane
         // join or when etcd inputs were given.
         if input.etcd_clients.is_empty() && want_etcd {

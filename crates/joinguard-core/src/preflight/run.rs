@@ -541,8 +541,15 @@ pub async fn observe(
             tasks.push(Box::pin(api_families(clock, api.clone(), &shared)));
         }
     }
+    // kubeadm 1.34's etcd client tunnels every member as its first endpoint goes.
+    let decided_by = input.etcd_proxy_decided_by();
     for t in input.api.iter().chain(&input.etcd_clients) {
-        if let crate::proxy::Route::Proxy(p) = input.proxy.route("https", &t.host, t.port) {
+        let (routed, rule) = match decided_by {
+            Some(first) if t.kind == TargetKind::EtcdClient => (first, Some(first.clone())),
+            _ => (t, None),
+        };
+        if let crate::proxy::Route::Proxy(p) = input.proxy.route("https", &routed.host, routed.port)
+        {
             // The API's own probes are tunnelled (above); etcd's go direct.
             let through = t.kind == TargetKind::ApiServer && api_proxy.is_some();
             tasks.push(Box::pin(proxied_path(
@@ -550,6 +557,7 @@ pub async fn observe(
                 t.clone(),
                 p.clone(),
                 through,
+                rule,
                 &input.proxy,
                 &shared,
             )));
@@ -1242,6 +1250,7 @@ async fn proxied_path(
     target: Target,
     proxy: crate::proxy::ProxyUrl,
     probed_through: bool,
+    decided_by: Option<Target>,
     env: &crate::proxy::ProxyEnv,
     shared: &Shared,
 ) {
@@ -1272,7 +1281,8 @@ async fn proxied_path(
     } else {
         (Vec::new(), Vec::new())
     };
-    let fix = env.no_proxy_with(&target.host);
+    // Under kubeadm 1.34's rule only the first endpoint in NO_PROXY sends the members direct.
+    let fix = env.no_proxy_with(&decided_by.as_ref().unwrap_or(&target).host);
     shared.with(|o| {
         o.proxied.push(crate::check::ProxiedPath {
             target,
@@ -1280,6 +1290,7 @@ async fn proxied_path(
             samples,
             direct,
             probed_through,
+            decided_by,
             no_proxy_fix: fix,
         })
     });

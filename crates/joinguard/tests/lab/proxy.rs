@@ -362,3 +362,55 @@ labtest!(
         assert!(run.stderr.contains("403 Filtered"), "{run}");
     }
 );
+
+labtest!(
+    /// kubeadm 1.34 (kubeadm-config's kubernetesVersion) links grpc-go 1.72.1, whose etcd client
+    /// decides the proxy once, for its first endpoint: with NO_PROXY listing every member but
+    /// the first, all three members' calls go through the proxy (three findings, each naming the
+    /// rule and the first endpoint as the fix); listing only the first, none. (On the 1.32
+    /// fixture each member is judged alone: `preflight_no_proxy_cidrs_...` names the one
+    /// NO_PROXY misses.)
+    preflight_kubeadm_1_34_etcd_calls_follow_the_first_endpoint,
+    lab().fixture(|opts| opts.kubernetes_version = "v1.34.2".into()),
+    |env| {
+        let proxy = start_proxy(&env, &[]);
+        let url = proxy.url();
+        let api_ip = env.api().host().ip().to_string();
+        // The first endpoint kubeadm's client is given: the first of the etcd pods' URLs.
+        let (run, _) = preflight_with(&env, &[]);
+        let first = run
+            .stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("[preflight] etcd endpoints from the etcd pods: https://"))
+            .and_then(|l| l.split(':').next())
+            .unwrap_or_else(|| panic!("no etcd endpoints line: {run}"))
+            .to_string();
+        let others: Vec<String> = env
+            .etcd()
+            .members()
+            .iter()
+            .map(|m| m.ip().to_string())
+            .filter(|ip| *ip != first)
+            .collect();
+        let no_proxy = format!("{api_ip},{}", others.join(","));
+        let (run, v) = preflight_with(&env, &[("HTTPS_PROXY", &url), ("NO_PROXY", &no_proxy)]);
+        assert_eq!(run.code, 0, "{run}");
+        let checks = proxy_checks(&v);
+        assert_eq!(checks.len(), 3, "every member through the proxy: {run}");
+        eprintln!("kubeadm 1.34: {}", checks[0]["message"]);
+        for c in &checks {
+            let m = c["message"].as_str().unwrap();
+            assert!(
+                m.contains(&format!("once its first endpoint, {first}:2379, is proxied"))
+                    && m.ends_with(&format!("NO_PROXY={no_proxy},{first})")),
+                "{c}"
+            );
+        }
+        let (run, v) = preflight_with(
+            &env,
+            &[("HTTPS_PROXY", &url), ("NO_PROXY", &format!("{api_ip},{first}"))],
+        );
+        assert_eq!(run.code, 0, "{run}");
+        assert!(proxy_checks(&v).is_empty(), "first endpoint direct, all direct: {run}");
+    }
+);
