@@ -47,6 +47,11 @@ pub struct EtcdMemberHealth {
     /// When that connection did not complete in time: how long a plain TCP connect to the same
     /// port took (the port answers; the etcd connection over it is too slow).
     pub dial_tcp: Option<std::time::Duration>,
+    /// The member's `/metrics`: its raft transport's peers and its quota (`EtcdPeerConnectivity`);
+    /// why not, when it could not be read. `None` when it was not asked.
+    #[serde(skip)]
+    pub metrics:
+        Option<Result<crate::probe::etcd_metrics::EtcdMetrics, crate::probe::http::HttpFailure>>,
 }
 
 impl EtcdMemberHealth {
@@ -145,8 +150,11 @@ impl Checker {
                     &m.endpoint,
                     Status::Error,
                     format!(
-                        "etcd member {} has active alarms: {}; the cluster refuses writes, so \
-                         member add would fail. Fix the cause, then `etcdctl alarm disarm`",
+                        "etcd member {} has active alarms: {}; while one is raised etcd refuses \
+                         the API server's writes (NOSPACE: puts, transactions and leases; \
+                         CORRUPT: every key and lease request), so the join's API writes fail \
+                         (member add itself is not refused: server/etcdserver/apply.go). Fix \
+                         the cause, then `etcdctl alarm disarm`",
                         m.label(),
                         m.alarms.join(", ")
                     ),

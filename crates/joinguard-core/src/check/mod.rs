@@ -22,6 +22,7 @@ use crate::target::{Target, TargetKind};
 mod api;
 mod clock;
 mod cluster;
+mod connectivity;
 mod dial;
 mod etcd_health;
 mod family;

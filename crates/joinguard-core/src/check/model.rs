@@ -52,10 +52,13 @@ pub enum CheckName {
     /// The first address of the cluster's service or pod subnet goes through an egress proxy
     /// (kubeadm's `HTTPProxyCIDR`).
     HttpProxyCidr,
+    /// Whether the members that may take the join's MemberAdd are connected to the voters as
+    /// etcd requires (`connectivity`).
+    EtcdPeerConnectivity,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 22] = [
+    pub const ALL: [CheckName; 23] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -78,6 +81,7 @@ impl CheckName {
         CheckName::ApiServerAddressFamily,
         CheckName::HttpProxy,
         CheckName::HttpProxyCidr,
+        CheckName::EtcdPeerConnectivity,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -106,6 +110,7 @@ impl CheckName {
             CheckName::ApiServerAddressFamily => "APIServerAddressFamily",
             CheckName::HttpProxy => "HTTPProxy",
             CheckName::HttpProxyCidr => "HTTPProxyCIDR",
+            CheckName::EtcdPeerConnectivity => "EtcdPeerConnectivity",
         }
     }
 

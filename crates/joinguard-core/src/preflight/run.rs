@@ -868,9 +868,16 @@ fn client_target<'a>(
             st.is_learner,
             shared,
         );
-        let ((), (dial, dials), ()) = tokio::join!(offer, redial, measure);
+        // The member's own view of its raft peers (EtcdPeerConnectivity), beside the rest.
+        let metrics = async {
+            let tls = handshake_tls?.with_alpn(&[ALPN_HTTP1]);
+            let to = clock.left().min(METRICS_TIMEOUT);
+            Some(crate::probe::etcd_metrics::fetch(target, &tls, to).await)
+        };
+        let ((), (dial, dials), (), metrics) = tokio::join!(offer, redial, measure, metrics);
         health.dial = Some(dial);
         health.dials = dials;
+        health.metrics = metrics;
         shared.with(|o| o.members.push(health));
     })
 }
@@ -1295,6 +1302,10 @@ async fn proxied_path(
         })
     });
 }
+
+/// How long reading a member's `/metrics` may take (about 150 KB; a few round trips even on a
+/// slow path).
+const METRICS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long one CONNECT through a proxy may take: a proxy that answers in seconds still works
 /// (client-go waits 30 s), so only one that does not answer in this long is judged refusing.

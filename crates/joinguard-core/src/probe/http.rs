@@ -185,6 +185,16 @@ impl HttpSession {
         path: &str,
         timeout: Duration,
     ) -> Result<HttpExchange, HttpFailure> {
+        self.get_at_most(path, timeout, MAX_BODY).await
+    }
+
+    /// [`HttpSession::get`], reading at most `max_body` bytes of the body.
+    pub async fn get_at_most(
+        &mut self,
+        path: &str,
+        timeout: Duration,
+        max_body: usize,
+    ) -> Result<HttpExchange, HttpFailure> {
         let deadline = Instant::now() + timeout;
         let request = hyper::Request::get(path)
             .header(hyper::header::HOST, &self.authority)
@@ -225,7 +235,7 @@ impl HttpSession {
                 Ok(Some(Ok(frame))) => frame,
             };
             if let Ok(data) = frame.into_data() {
-                let room = MAX_BODY - buf.len();
+                let room = max_body - buf.len();
                 if data.len() > room {
                     buf.extend_from_slice(&data[..room]);
                     body_truncated = true;

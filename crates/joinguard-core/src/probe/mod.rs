@@ -10,6 +10,7 @@ use serde::Serialize;
 pub(crate) mod bpf;
 pub mod dial;
 pub mod etcd;
+pub mod etcd_metrics;
 pub(crate) mod failure;
 pub(crate) mod fullsize;
 pub mod http;

@@ -740,3 +740,58 @@ labtest!(
         assert_eq!(count(), 0, "write-probe keys outlived their lease");
     }
 );
+
+labtest!(
+    /// A voter of a 3-member cluster down (its etcd killed): the members that answer are no
+    /// longer connected to it (their own /metrics say so), and etcd refuses a new member on a
+    /// member not connected to every voter (3.4, 3.5 before 3.5.30), or to a quorum of the grown
+    /// cluster, 3 of 3 here (3.5.30 and later): preflight exits 1 naming the voter and the
+    /// refusal, and the real `etcdctl member add --learner` from the joiner meets it.
+    etcd_preflight_a_voter_down_predicts_the_unhealthy_cluster_refusal,
+    lab(3, 0),
+    |mut env| {
+        let leader = env.etcd().leader().expect("a leader");
+        let down = (0..3).find(|&i| i != leader).unwrap();
+        let up: Vec<usize> = (0..3).filter(|&i| i != down).collect();
+        let name = env.etcd().member(down).name().to_string();
+        env.etcd_mut().kill_member(down).expect("kill");
+        // Until both survivors' transports have dropped it (10 s at most).
+        let t0 = Instant::now();
+        while !up.iter().all(|&i| {
+            env.etcd().metrics(i).is_ok_and(|m| {
+                m.lines().any(|l| {
+                    l.starts_with("etcd_network_active_peers{") && l.ends_with(" 0")
+                })
+            })
+        }) {
+            assert!(t0.elapsed() < Duration::from_secs(10), "the survivors still see {name}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let (run, v) = env.preflight_json(&[]);
+        assert_eq!(run.code, 1, "{run}");
+        let c = checks(&v, "EtcdPeerConnectivity");
+        assert_eq!(c.len(), 1, "{run}");
+        let m = c[0]["message"].as_str().unwrap();
+        assert_eq!(c[0]["status"], "error", "{m}");
+        assert!(
+            m.contains("\"etcdserver: unhealthy cluster\" by every member asked")
+                && m.contains(&format!("voter {name} ("))
+                && m.contains("2 of 3 connected"),
+            "{m}"
+        );
+        eprintln!("EtcdPeerConnectivity: {m}");
+        // The real etcdctl, from the joiner, to the members that answer: the same refusal.
+        let survivors: Vec<String> =
+            up.iter().map(|&i| env.etcd().member(i).client_url().to_string()).collect();
+        let out = env
+            .etcd()
+            .etcdctl_to(env.joiner(), &survivors)
+            .args(["member", "add", "jg-probe", "--learner"])
+            .arg("--peer-urls=https://198.18.0.250:2380")
+            .output()
+            .expect("etcdctl");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "etcd took the member: {stderr}");
+        assert!(stderr.contains("etcdserver: unhealthy cluster"), "{stderr}");
+    }
+);
