@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::model::{CheckName, CheckResult, Status, CLUSTER_TARGET};
-use super::wording::fmt_ids;
+use super::wording::{fmt_bytes, fmt_ids};
 use super::Checker;
 use crate::probe::ProbeFailure;
 
@@ -35,6 +35,8 @@ pub struct EtcdMemberHealth {
     pub raft_term: Option<u64>,
     /// Backend size in bytes.
     pub db_size: Option<u64>,
+    /// The part of the backend in use (Status `dbSizeInUse`); the rest a defragmentation frees.
+    pub db_size_in_use: Option<u64>,
     /// The server's version, e.g. "3.5.1" (Status).
     pub version: Option<String>,
     /// The raft index this member has applied (Status), to show a learner's catch-up.
@@ -218,5 +220,122 @@ impl Checker {
             ));
         }
         out
+    }
+}
+
+/// The share of the quota at which `EtcdDatabaseSize` warns: etcd's own alert
+/// `etcdDatabaseQuotaLowSpace` (etcd-io/etcd `contrib/mixin/alerts/alerts.libsonnet`, 3.4 to
+/// 3.6) fires when `etcd_mvcc_db_total_size_in_bytes / etcd_server_quota_backend_bytes` passes
+/// 95%.
+pub(crate) const QUOTA_LOW_SPACE: f64 = 0.95;
+
+impl Checker {
+    /// `EtcdDatabaseSize`: each member's backend (Status `dbSize`, what etcd's quota counts)
+    /// against its quota (`etcd_server_quota_backend_bytes` from its `/metrics`). A warning from
+    /// [`QUOTA_LOW_SPACE`]: once a write would pass the quota, etcd raises NOSPACE and refuses
+    /// the API server's writes, the join's among them. Members whose quota was not read get no
+    /// result (EtcdPeerConnectivity says the page could not be read).
+    pub(crate) fn etcd_database_size(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
+        members
+            .iter()
+            .filter(|m| m.reachable)
+            .filter_map(|m| {
+                let quota = match &m.metrics {
+                    Some(Ok(p)) => p.quota_bytes.filter(|&q| q > 0)?,
+                    _ => return None,
+                };
+                let size = m.db_size?;
+                let share = size as f64 / quota as f64;
+                let in_use = m
+                    .db_size_in_use
+                    .filter(|&u| u < size)
+                    .map(|u| {
+                        format!(
+                            ", {} in use (a defragmentation would free {})",
+                            fmt_bytes(u as f64),
+                            fmt_bytes((size - u) as f64)
+                        )
+                    })
+                    .unwrap_or_default();
+                let figure = format!(
+                    "{} of its {} quota ({:.1}%{in_use})",
+                    fmt_bytes(size as f64),
+                    fmt_bytes(quota as f64),
+                    share * 100.0
+                );
+                let (status, message) = if share >= QUOTA_LOW_SPACE {
+                    (
+                        Status::Warning,
+                        format!(
+                            "etcd member {}'s database is {figure}, past the {:.0}% at which \
+                             etcd's own alert etcdDatabaseQuotaLowSpace fires: a write that \
+                             passes the quota raises NOSPACE, and etcd then refuses the API \
+                             server's writes, the join's among them. Compact and defragment \
+                             (etcdctl compact, etcdctl defrag), or raise --quota-backend-bytes",
+                            m.label(),
+                            QUOTA_LOW_SPACE * 100.0
+                        ),
+                    )
+                } else {
+                    (
+                        Status::Ok,
+                        format!("etcd member {}'s database is {figure}", m.label()),
+                    )
+                };
+                Some(CheckResult {
+                    name: CheckName::EtcdDatabaseSize,
+                    target: m.endpoint.clone(),
+                    status,
+                    message,
+                    measured: Some((share * 1000.0).round() / 10.0),
+                    threshold: Some(QUOTA_LOW_SPACE * 100.0),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod database_size_tests {
+    use super::*;
+    use crate::probe::etcd_metrics::EtcdMetrics;
+
+    fn member(size: u64, in_use: u64, quota: Option<u64>) -> EtcdMemberHealth {
+        EtcdMemberHealth {
+            endpoint: "10.0.0.2:2379".into(),
+            name: Some("m1".into()),
+            reachable: true,
+            db_size: Some(size),
+            db_size_in_use: Some(in_use),
+            metrics: Some(Ok(EtcdMetrics {
+                quota_bytes: quota,
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    /// etcd's own 95% line: 96% of a 16 MiB quota warns with the figures and the fix; 90% is
+    /// ok with the figures; an unknown quota gives no result.
+    #[test]
+    fn the_database_against_the_quota() {
+        const MIB: u64 = 1024 * 1024;
+        let c = Checker::default();
+        let r = c.etcd_database_size(&[member(16 * MIB * 96 / 100, 12 * MIB, Some(16 * MIB))]);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].status, Status::Warning, "{}", r[0].message);
+        assert!(
+            r[0].message.starts_with(
+                "etcd member m1 (10.0.0.2:2379)'s database is 15.4 MiB of its 16.0 MiB quota \
+                 (96.0%, 12.0 MiB in use (a defragmentation would free 3.4 MiB)), past the 95%"
+            ),
+            "{}",
+            r[0].message
+        );
+        let r =
+            c.etcd_database_size(&[member(16 * MIB * 9 / 10, 16 * MIB * 9 / 10, Some(16 * MIB))]);
+        assert_eq!(r[0].status, Status::Ok, "{}", r[0].message);
+        assert_eq!(r[0].measured, Some(90.0));
+        assert!(c.etcd_database_size(&[member(MIB, MIB, None)]).is_empty());
     }
 }

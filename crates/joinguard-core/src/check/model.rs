@@ -55,10 +55,12 @@ pub enum CheckName {
     /// Whether the members that may take the join's MemberAdd are connected to the voters as
     /// etcd requires (`connectivity`).
     EtcdPeerConnectivity,
+    /// Each member's database against its quota (`etcd_health`).
+    EtcdDatabaseSize,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 23] = [
+    pub const ALL: [CheckName; 24] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -82,6 +84,7 @@ impl CheckName {
         CheckName::HttpProxy,
         CheckName::HttpProxyCidr,
         CheckName::EtcdPeerConnectivity,
+        CheckName::EtcdDatabaseSize,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -111,6 +114,7 @@ impl CheckName {
             CheckName::HttpProxy => "HTTPProxy",
             CheckName::HttpProxyCidr => "HTTPProxyCIDR",
             CheckName::EtcdPeerConnectivity => "EtcdPeerConnectivity",
+            CheckName::EtcdDatabaseSize => "EtcdDatabaseSize",
         }
     }
 

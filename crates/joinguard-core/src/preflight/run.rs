@@ -819,6 +819,7 @@ fn client_target<'a>(
         health.errors = st.errors.clone();
         health.raft_term = Some(st.raft_term);
         health.db_size = u64::try_from(st.db_size).ok();
+        health.db_size_in_use = u64::try_from(st.db_size_in_use).ok().filter(|&u| u > 0);
         health.version = Some(st.version.clone()).filter(|v| !v.is_empty());
         health.applied_index = Some(st.raft_applied_index);
         // Active alarms come from Status' `errors` ("memberID:... alarm:NOSPACE"). AlarmList is

@@ -795,3 +795,97 @@ labtest!(
         assert!(stderr.contains("etcdserver: unhealthy cluster"), "{stderr}");
     }
 );
+
+/// `etcdctl endpoint status` of member `i` from the joiner: its backend size in bytes.
+fn db_size(env: &LabEnv, i: usize) -> u64 {
+    let url = env.etcd().member(i).client_url().to_string();
+    let out = env
+        .etcd()
+        .etcdctl_to(env.joiner(), &[url])
+        .args(["endpoint", "status", "-w", "json"])
+        .output()
+        .expect("etcdctl");
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    v[0]["Status"]["dbSize"].as_u64().expect("dbSize")
+}
+
+/// Puts one value of `bytes` under a fresh key from the joiner; etcd's answer.
+fn put_filler(env: &LabEnv, n: usize, bytes: usize) -> std::process::Output {
+    let dir = env.dir().join("filler");
+    std::fs::create_dir_all(&dir).unwrap();
+    let value = "x".repeat(bytes);
+    let path = dir.join("value");
+    std::fs::write(&path, &value).unwrap();
+    // Always through m1, whose size the test reads: etcd checks the quota on the member that
+    // takes the put.
+    let m1 = env.etcd().member(0).client_url().to_string();
+    let mut cmd = env.etcd().etcdctl_to(env.joiner(), &[m1]);
+    cmd.args(["put", &format!("/filler/{n}")])
+        .stdin(std::fs::File::open(&path).unwrap());
+    cmd.output().expect("etcdctl put")
+}
+
+const QUOTA: u64 = 16 * 1024 * 1024;
+
+labtest!(
+    /// etcd with a 16 MiB quota (`--quota-backend-bytes`), filled from the joiner with 512 KiB
+    /// values: past 95% of it (etcd's own etcdDatabaseQuotaLowSpace line), a warning with the
+    /// figures and exit 0; filled until etcd raises NOSPACE, exit 1 naming the alarm and what it
+    /// refuses.
+    etcd_preflight_a_database_near_its_quota_warns_and_nospace_is_unfit,
+    lab(3, 0).etcd_spec(netlab::etcd::EtcdSpec {
+        extra_args: vec![format!("--quota-backend-bytes={QUOTA}")],
+        ..Default::default()
+    }),
+    |env| {
+        // 512 KiB values while far from the line, then smaller ones: a put whose cost would
+        // pass the quota raises NOSPACE before the size reaches it.
+        let mut n = 0;
+        loop {
+            let size = db_size(&env, 0);
+            if size as f64 >= 0.955 * QUOTA as f64 {
+                break;
+            }
+            assert!(n < 200, "the database did not grow: {size}");
+            let left = (0.99 * QUOTA as f64) as u64 - size;
+            let bytes = (left / 8).clamp(4 * 1024, 512 * 1024) as usize;
+            let out = put_filler(&env, n, bytes);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            n += 1;
+        }
+        let (run, v) = env.preflight_json(&["--no-bandwidth"]);
+        assert_eq!(run.code, 0, "{run}");
+        let c = checks(&v, "EtcdDatabaseSize");
+        assert_eq!(c.len(), 3, "{run}");
+        assert!(c.iter().any(|c| c["status"] == "warning"), "{run}");
+        let w = c.iter().find(|c| c["status"] == "warning").unwrap();
+        let m = w["message"].as_str().unwrap();
+        assert!(
+            m.contains("of its 16.0 MiB quota (") && m.contains("etcdDatabaseQuotaLowSpace"),
+            "{m}"
+        );
+        eprintln!("EtcdDatabaseSize at {n} puts: {m}");
+
+        // On until etcd refuses a put: NOSPACE is raised.
+        let mut refused = None;
+        for k in n..n + 20 {
+            let out = put_filler(&env, k, 512 * 1024);
+            if !out.status.success() {
+                refused = Some(String::from_utf8_lossy(&out.stderr).to_string());
+                break;
+            }
+        }
+        let refused = refused.expect("etcd took 20 more puts past its quota");
+        assert!(refused.contains("database space exceeded"), "{refused}");
+        let (run, v) = env.preflight_json(&["--no-bandwidth"]);
+        assert_eq!(run.code, 1, "{run}");
+        let health = checks(&v, "EtcdHealth");
+        assert!(
+            health.iter().any(|c| c["status"] == "error"
+                && c["message"].as_str().is_some_and(|m| m.contains("NOSPACE")
+                    && m.contains("refuses the API server's writes"))),
+            "{run}"
+        );
+    }
+);
