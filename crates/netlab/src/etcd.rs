@@ -556,6 +556,13 @@ impl EtcdCluster {
             .is_some_and(HostProcess::is_running)
     }
 
+    /// The process id of member `i`'s etcd, while it runs (to SIGSTOP and SIGCONT it).
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        lock(&self.slots[i].process)
+            .as_ref()
+            .and_then(HostProcess::pid)
+    }
+
     /// Indexes of running members.
     pub fn running(&self) -> Vec<usize> {
         (0..self.members.len())

@@ -41,6 +41,8 @@ pub struct EtcdMemberHealth {
     pub version: Option<String>,
     /// The raft index this member has applied (Status), to show a learner's catch-up.
     pub applied_index: Option<u64>,
+    /// The raft index this member knows committed (Status `raftIndex`).
+    pub raft_index: Option<u64>,
     /// The time to connect (TCP, TLS, HTTP/2) and read the first Status: kubeadm's blocking dial
     /// and sync, which it allows 2 s (`EtcdDialTime`).
     pub dial: Option<std::time::Duration>,
@@ -292,6 +294,132 @@ impl Checker {
                 })
             })
             .collect()
+    }
+}
+
+/// etcd's `DefaultSnapshotCatchUpEntries` (`server/etcdserver/server.go`, 5000 in 3.4, 3.5 and
+/// 3.6): the entries a leader keeps after a snapshot for a slow follower. A member further
+/// behind than that is caught up from a whole snapshot, and until it is it counts for nothing.
+/// The same 5000 is `maxGapBetweenApplyAndCommitIndex` (`v3_server.go`): a member that has
+/// that many committed entries left to apply answers every proposal with "etcdserver: too many
+/// requests".
+pub(crate) const CATCH_UP_ENTRIES: u64 = 5000;
+
+impl Checker {
+    /// `EtcdMemberLag`: per voter, how far its raft log is behind the leader's (the leader's
+    /// Status `raftIndex` minus its own) and how much it has committed but not applied
+    /// (`raftIndex - raftAppliedIndex`). A warning past [`CATCH_UP_ENTRIES`] on either; ok with
+    /// the figures otherwise, so a lag shows while it lasts. Nothing without a leader's answer.
+    pub(crate) fn etcd_member_lag(&self, members: &[EtcdMemberHealth]) -> Vec<CheckResult> {
+        let answered: Vec<&EtcdMemberHealth> = members
+            .iter()
+            .filter(|m| m.reachable && m.raft_index.is_some())
+            .collect();
+        let Some(leader) = answered
+            .iter()
+            .find(|m| m.member_id.is_some() && m.member_id == m.leader())
+        else {
+            return Vec::new();
+        };
+        let top = leader.raft_index.unwrap_or(0);
+        answered
+            .iter()
+            .filter(|m| !m.is_learner)
+            .map(|m| {
+                let index = m.raft_index.unwrap_or(0);
+                let behind = top.saturating_sub(index);
+                let to_apply = index.saturating_sub(m.applied_index.unwrap_or(index));
+                let figure = format!(
+                    "{behind} entries behind the leader's log ({top}), {to_apply} committed \
+                     entries not yet applied"
+                );
+                let (status, message) = if behind > CATCH_UP_ENTRIES {
+                    (
+                        Status::Warning,
+                        format!(
+                            "etcd member {} is {figure}: past the {CATCH_UP_ENTRIES} entries a \
+                             leader keeps for a slow follower when it compacts its log \
+                             (DefaultSnapshotCatchUpEntries). Until it has caught up it does not \
+                             count toward committing new entries, so joined now, the grown \
+                             cluster has one member fewer to lose; once the leader compacts, it \
+                             must send it a whole snapshot. Wait until it has caught up (etcdctl \
+                             endpoint status: RAFT INDEX), or find why it fell behind (its disk, \
+                             its path to the leader)",
+                            m.label()
+                        ),
+                    )
+                } else if to_apply >= CATCH_UP_ENTRIES {
+                    (
+                        Status::Warning,
+                        format!(
+                            "etcd member {} is {figure}: at {CATCH_UP_ENTRIES} it answers every \
+                             proposal with \"etcdserver: too many requests\" \
+                             (maxGapBetweenApplyAndCommitIndex), so the API server writing \
+                             through it fails the join's writes until it has applied them. Look \
+                             at its disk (etcd_disk_backend_commit_duration_seconds)",
+                            m.label()
+                        ),
+                    )
+                } else {
+                    (Status::Ok, format!("etcd member {} is {figure}", m.label()))
+                };
+                CheckResult {
+                    name: CheckName::EtcdMemberLag,
+                    target: m.endpoint.clone(),
+                    status,
+                    message,
+                    measured: Some(behind.max(to_apply) as f64),
+                    threshold: Some(CATCH_UP_ENTRIES as f64),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod member_lag_tests {
+    use super::*;
+
+    fn member(id: u64, index: u64, applied: u64) -> EtcdMemberHealth {
+        EtcdMemberHealth {
+            endpoint: format!("10.0.0.{id}:2379"),
+            name: Some(format!("m{id}")),
+            member_id: Some(id),
+            leader: Some(1),
+            reachable: true,
+            raft_index: Some(index),
+            applied_index: Some(applied),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_member_behind_the_leader_or_behind_on_applying() {
+        let c = Checker::default();
+        let r = c.etcd_member_lag(&[
+            member(1, 20_000, 20_000),
+            member(2, 12_000, 12_000),
+            member(3, 19_990, 14_000),
+        ]);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].status, Status::Ok, "{}", r[0].message);
+        assert_eq!(r[1].status, Status::Warning, "{}", r[1].message);
+        assert!(
+            r[1].message.starts_with(
+                "etcd member m2 (10.0.0.2:2379) is 8000 entries behind the leader's log \
+                 (20000), 0 committed entries not yet applied: past the 5000"
+            ),
+            "{}",
+            r[1].message
+        );
+        assert_eq!(r[2].status, Status::Warning, "{}", r[2].message);
+        assert!(
+            r[2].message.contains("too many requests"),
+            "{}",
+            r[2].message
+        );
+        // No leader's answer: nothing to compare with.
+        assert!(c.etcd_member_lag(&[member(2, 12_000, 12_000)]).is_empty());
     }
 }
 

@@ -57,10 +57,12 @@ pub enum CheckName {
     EtcdPeerConnectivity,
     /// Each member's database against its quota (`etcd_health`).
     EtcdDatabaseSize,
+    /// How far each voter's raft log and apply are behind (`etcd_health`).
+    EtcdMemberLag,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 24] = [
+    pub const ALL: [CheckName; 25] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -85,6 +87,7 @@ impl CheckName {
         CheckName::HttpProxyCidr,
         CheckName::EtcdPeerConnectivity,
         CheckName::EtcdDatabaseSize,
+        CheckName::EtcdMemberLag,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -115,6 +118,7 @@ impl CheckName {
             CheckName::HttpProxyCidr => "HTTPProxyCIDR",
             CheckName::EtcdPeerConnectivity => "EtcdPeerConnectivity",
             CheckName::EtcdDatabaseSize => "EtcdDatabaseSize",
+            CheckName::EtcdMemberLag => "EtcdMemberLag",
         }
     }
 

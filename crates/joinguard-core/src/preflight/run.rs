@@ -822,6 +822,7 @@ fn client_target<'a>(
         health.db_size_in_use = u64::try_from(st.db_size_in_use).ok().filter(|&u| u > 0);
         health.version = Some(st.version.clone()).filter(|v| !v.is_empty());
         health.applied_index = Some(st.raft_applied_index);
+        health.raft_index = Some(st.raft_index);
         // Active alarms come from Status' `errors` ("memberID:... alarm:NOSPACE"). AlarmList is
         // not used: etcd serves it through raft, so it would commit a proposal on every member.
         health.alarms = st

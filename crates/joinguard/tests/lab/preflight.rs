@@ -889,3 +889,113 @@ labtest!(
         );
     }
 );
+
+/// `n` puts of `bytes` each from the joiner to `endpoint`, 32 in flight: `n` raft entries.
+fn write_entries(env: &LabEnv, endpoint: String, n: usize, bytes: usize) {
+    let id = env.etcd().client_identity();
+    let read = |p: &std::path::Path| std::fs::read(p).unwrap();
+    let (ca, cert, key) = (read(&id.ca), read(&id.cert), read(&id.key));
+    env.joiner()
+        .block_on(move || async move {
+            let tls = etcd_client::TlsOptions::new()
+                .ca_certificate(etcd_client::Certificate::from_pem(ca))
+                .identity(etcd_client::Identity::from_pem(cert, key));
+            let opts = etcd_client::ConnectOptions::new().with_tls(tls);
+            let client = etcd_client::Client::connect([endpoint], Some(opts))
+                .await
+                .expect("etcd client");
+            let mut tasks = tokio::task::JoinSet::new();
+            for t in 0..32 {
+                let mut kv = client.kv_client();
+                let value = vec![b'x'; bytes];
+                tasks.spawn(async move {
+                    for i in (t..n).step_by(32) {
+                        kv.put(format!("/lag/{i}"), value.clone(), None)
+                            .await
+                            .expect("put");
+                    }
+                });
+            }
+            while let Some(r) = tasks.join_next().await {
+                r.expect("writer");
+            }
+        })
+        .expect("run in the joiner");
+}
+
+/// SIGCONT to a stopped etcd when the test ends, however it ends.
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+labtest!(
+    /// A follower SIGSTOPped while 8000 entries are committed, then resumed behind a 1 Mbit/s
+    /// path to the others, so that it catches up over a minute: while it lasts, EtcdMemberLag
+    /// warns with how far it is behind the leader's log (past etcd's 5000 catch-up entries);
+    /// once the path is lifted and it has caught up, the same check is ok.
+    etcd_preflight_a_member_behind_the_leader_is_reported_while_it_lasts,
+    lab(3, 0),
+    |env| {
+        let leader = env.etcd().leader().expect("a leader");
+        let slow = (0..3).find(|&i| i != leader).unwrap();
+        let name = env.etcd().member(slow).name().to_string();
+        let pid = env.etcd().pid(slow).expect("pid");
+        let stop = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(stop.success());
+        let resume = Resume(pid);
+        let url = env.etcd().member(leader).client_url().to_string();
+        write_entries(&env, url, 8000, 1024);
+        // Its way back: 1 Mbit/s to and from each other member.
+        let lab = env.lab();
+        let slow_host = lab.host(&name);
+        for i in (0..3).filter(|&i| i != slow) {
+            let other = lab.host(env.etcd().member(i).name());
+            lab.net().set_link(
+                slow_host,
+                other,
+                Impairment::delay(Duration::from_millis(1)).with_rate(1_000_000),
+            );
+        }
+        drop(resume);
+        std::thread::sleep(Duration::from_secs(2));
+        let (run, v) = env.preflight_json(&["--no-bandwidth"]);
+        let lag = checks(&v, "EtcdMemberLag");
+        let w = lag
+            .iter()
+            .find(|c| c["status"] == "warning")
+            .unwrap_or_else(|| panic!("no lag warning: {run}"));
+        let m = w["message"].as_str().unwrap();
+        assert!(
+            m.starts_with(&format!("etcd member {name} (")) && m.contains("entries behind the leader's log"),
+            "{m}"
+        );
+        assert!(w["measured"].as_f64().unwrap() > 5000.0, "{w}");
+        eprintln!("while it lasts: {m}");
+
+        // Lifted: it catches up; then no lag warning.
+        for i in (0..3).filter(|&i| i != slow) {
+            let other = lab.host(env.etcd().member(i).name());
+            lab.net().set_link(slow_host, other, Impairment::delay(Duration::from_millis(1)));
+        }
+        let t0 = Instant::now();
+        loop {
+            let (run, v) = env.preflight_json(&["--no-bandwidth"]);
+            let lag = checks(&v, "EtcdMemberLag");
+            if lag.len() == 3 && lag.iter().all(|c| c["status"] == "ok") {
+                eprintln!("caught up after {:?}: {}", t0.elapsed(), lag[0]["message"]);
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "still behind: {run}");
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+);
