@@ -37,6 +37,13 @@ pub struct EtcdMemberHealth {
     pub db_size: Option<u64>,
     /// The part of the backend in use (Status `dbSizeInUse`); the rest a defragmentation frees.
     pub db_size_in_use: Option<u64>,
+    /// The quota etcd 3.6 reports in Status (`dbSizeQuota`); `None` before 3.6.
+    pub db_size_quota: Option<u64>,
+    /// The cluster the member answers for (the response header's `cluster_id`).
+    pub cluster_id: Option<u64>,
+    /// The member list as this member sees it (`MemberList`, serializable).
+    #[serde(skip)]
+    pub member_list: Option<Vec<crate::probe::etcd::MemberInfo>>,
     /// The server's version, e.g. "3.5.1" (Status).
     pub version: Option<String>,
     /// The raft index this member has applied (Status), to show a learner's catch-up.
@@ -242,8 +249,10 @@ impl Checker {
             .iter()
             .filter(|m| m.reachable)
             .filter_map(|m| {
-                let quota = match &m.metrics {
-                    Some(Ok(p)) => p.quota_bytes.filter(|&q| q > 0)?,
+                // etcd 3.6 says it in Status; earlier versions only on /metrics.
+                let quota = match (m.db_size_quota, &m.metrics) {
+                    (Some(q), _) => q,
+                    (None, Some(Ok(p))) => p.quota_bytes.filter(|&q| q > 0)?,
                     _ => return None,
                 };
                 let size = m.db_size?;
@@ -465,5 +474,10 @@ mod database_size_tests {
         assert_eq!(r[0].status, Status::Ok, "{}", r[0].message);
         assert_eq!(r[0].measured, Some(90.0));
         assert!(c.etcd_database_size(&[member(MIB, MIB, None)]).is_empty());
+        // etcd 3.6 reports its quota in Status: no /metrics needed.
+        let mut m = member(16 * MIB * 96 / 100, 12 * MIB, None);
+        m.metrics = None;
+        m.db_size_quota = Some(16 * MIB);
+        assert_eq!(c.etcd_database_size(&[m])[0].status, Status::Warning);
     }
 }

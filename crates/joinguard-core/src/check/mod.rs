@@ -19,6 +19,7 @@ use crate::sampling::SamplingPolicy;
 use crate::stats::{LossEstimate, Summary};
 use crate::target::{Target, TargetKind};
 
+mod agreement;
 mod api;
 mod clock;
 mod cluster;

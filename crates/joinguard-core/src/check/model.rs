@@ -59,10 +59,12 @@ pub enum CheckName {
     EtcdDatabaseSize,
     /// How far each voter's raft log and apply are behind (`etcd_health`).
     EtcdMemberLag,
+    /// Whether the members answer for one cluster and list the same members (`agreement`).
+    EtcdMemberAgreement,
 }
 
 impl CheckName {
-    pub const ALL: [CheckName; 25] = [
+    pub const ALL: [CheckName; 26] = [
         CheckName::EtcdPeerLatency,
         CheckName::EtcdClientLatency,
         CheckName::EtcdQuorumReadLatency,
@@ -88,6 +90,7 @@ impl CheckName {
         CheckName::EtcdPeerConnectivity,
         CheckName::EtcdDatabaseSize,
         CheckName::EtcdMemberLag,
+        CheckName::EtcdMemberAgreement,
     ];
 
     /// The name as printed (`[ERROR EtcdPeerLatency]`) and as given to
@@ -119,6 +122,7 @@ impl CheckName {
             CheckName::EtcdPeerConnectivity => "EtcdPeerConnectivity",
             CheckName::EtcdDatabaseSize => "EtcdDatabaseSize",
             CheckName::EtcdMemberLag => "EtcdMemberLag",
+            CheckName::EtcdMemberAgreement => "EtcdMemberAgreement",
         }
     }
 

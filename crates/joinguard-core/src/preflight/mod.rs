@@ -348,6 +348,7 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     checks.extend(checker.etcd_peer_connectivity(&obs.members, obs.member_list.as_deref()));
     checks.extend(checker.etcd_database_size(&obs.members));
     checks.extend(checker.etcd_member_lag(&obs.members));
+    checks.extend(checker.etcd_member_agreement(&obs.members));
     checks.extend(checker.path_mtu(&obs.pmtu, &obs.fullsize));
     checks.extend(obs.families.iter().filter_map(|f| checker.api_families(f)));
     checks.extend(obs.proxied.iter().map(|p| checker.http_proxy(p)));

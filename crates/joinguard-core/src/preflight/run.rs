@@ -814,12 +814,14 @@ fn client_target<'a>(
         let st = client.first_status().clone();
         health.reachable = true;
         health.member_id = Some(st.member_id);
+        health.cluster_id = Some(st.cluster_id).filter(|&c| c != 0);
         health.leader = Some(st.leader);
         health.is_learner = st.is_learner;
         health.errors = st.errors.clone();
         health.raft_term = Some(st.raft_term);
         health.db_size = u64::try_from(st.db_size).ok();
         health.db_size_in_use = u64::try_from(st.db_size_in_use).ok().filter(|&u| u > 0);
+        health.db_size_quota = u64::try_from(st.db_size_quota).ok().filter(|&q| q > 0);
         health.version = Some(st.version.clone()).filter(|v| !v.is_empty());
         health.applied_index = Some(st.raft_applied_index);
         health.raft_index = Some(st.raft_index);
@@ -833,12 +835,17 @@ fn client_target<'a>(
             .collect();
         // The member list (for discovery), the repeated dials and the measurement streams all
         // start now, beside each other: none waits for another's round trips.
+        // Every member's own list (etcd-client asks serializable: each answers from its own
+        // view), for EtcdMemberAgreement; a learner refuses the call.
         let offer = async {
-            if let Some(d) = discovery.filter(|d| d.wanted()) {
-                if let Ok(list) = client.clone().member_list().await {
-                    d.offer(list);
-                }
+            if st.is_learner {
+                return None;
             }
+            let list = client.clone().member_list().await.ok()?;
+            if let Some(d) = discovery.filter(|d| d.wanted()) {
+                d.offer(list.clone());
+            }
+            Some(list)
         };
         // One dial is one sample, and a lost SYN (retransmitted after 1 s) or segment makes it
         // slow on a path that is not. A first dial past the warning but short of what a long
@@ -876,7 +883,8 @@ fn client_target<'a>(
             let to = clock.left().min(METRICS_TIMEOUT);
             Some(crate::probe::etcd_metrics::fetch(target, &tls, to).await)
         };
-        let ((), (dial, dials), (), metrics) = tokio::join!(offer, redial, measure, metrics);
+        let (list, (dial, dials), (), metrics) = tokio::join!(offer, redial, measure, metrics);
+        health.member_list = list;
         health.dial = Some(dial);
         health.dials = dials;
         health.metrics = metrics;

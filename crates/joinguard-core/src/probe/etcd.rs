@@ -245,6 +245,9 @@ pub struct MemberStatus {
     /// Backend size in bytes (what a learner must receive as a snapshot).
     pub db_size: i64,
     pub db_size_in_use: i64,
+    /// The backend quota in bytes (etcd 3.6's `dbSizeQuota`); 0 from earlier versions, and from
+    /// 3.6.0 to 3.6.5 when no quota was set.
+    pub db_size_quota: i64,
     pub is_learner: bool,
     /// Errors the member reports (e.g. active alarms as text).
     pub errors: Vec<String>,
@@ -278,6 +281,7 @@ impl MemberStatus {
             raft_applied_index: resp.raft_applied_index(),
             db_size: resp.db_size(),
             db_size_in_use: resp.raft_used_db_size(),
+            db_size_quota: resp.db_size_quota(),
             is_learner: resp.is_learner(),
             errors: resp.errors().to_vec(),
             version: resp.version().to_string(),
@@ -452,6 +456,7 @@ pub async fn connect(
             raft_applied_index: 0,
             db_size: 0,
             db_size_in_use: 0,
+            db_size_quota: 0,
             is_learner: false,
             errors: Vec::new(),
             version: String::new(),

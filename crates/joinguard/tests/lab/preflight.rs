@@ -999,3 +999,52 @@ labtest!(
         }
     }
 );
+
+labtest!(
+    /// An etcd endpoint that belongs to another cluster (a second etcd cluster, one member, on a
+    /// spare host, with the same CA: an address reused, or a member re-created by a failed
+    /// rollback): preflight exits 1 naming the member and the two cluster IDs. Without it, the
+    /// members agree.
+    etcd_preflight_an_endpoint_of_another_cluster_is_unfit,
+    lab(3, 1),
+    |env| {
+        let (run, v) = env.preflight_json(&["--no-bandwidth"]);
+        assert_eq!(run.code, 0, "{run}");
+        let ok = checks(&v, "EtcdMemberAgreement");
+        assert_eq!(ok.len(), 1, "{run}");
+        assert_eq!(ok[0]["status"], "ok", "{}", ok[0]);
+
+        let spare = env.lab().hosts().last().unwrap().clone();
+        let other = EtcdCluster::start(
+            env.lab(),
+            &[&spare],
+            &netlab::etcd::EtcdSpec {
+                pki: Some(env.etcd().pki().clone()),
+                ..Default::default()
+            },
+        )
+        .expect("a second cluster");
+        other.wait_healthy(Duration::from_secs(30)).expect("healthy");
+        let mut eps = env.etcd().client_endpoints();
+        eps.push(other.client_endpoints()[0].clone());
+        let mut args = env.tls_args();
+        args[1] = eps.join(",");
+        let mut full = vec!["preflight".to_string()];
+        full.extend(args);
+        full.extend(["-o", "json", "--no-bandwidth"].map(String::from));
+        let run = env.run(full);
+        assert_eq!(run.code, 1, "{run}");
+        let v = run.json();
+        let c = checks(&v, "EtcdMemberAgreement");
+        assert_eq!(c.len(), 1, "{run}");
+        assert_eq!(c[0]["status"], "error", "{}", c[0]);
+        let m = c[0]["message"].as_str().unwrap();
+        let stray = other.client_endpoints()[0].trim_start_matches("https://").to_string();
+        assert!(
+            m.starts_with("the etcd endpoints answer for more than one cluster:")
+                && m.contains(&format!("; {stray} in cluster")),
+            "{m}"
+        );
+        eprintln!("EtcdMemberAgreement: {m}");
+    }
+);
