@@ -793,6 +793,18 @@ labtest!(
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "etcd took the member: {stderr}");
         assert!(stderr.contains("etcdserver: unhealthy cluster"), "{stderr}");
+        // The join oracle (a real learner join on kubeadm's schedule, its etcd API budget cut
+        // from 2 min to 10 s) meets it at member add.
+        let joiner = env.joiner().clone();
+        let timing = netlab::join::KubeadmEtcdTiming {
+            etcd_api_call: Duration::from_secs(10),
+            ..Default::default()
+        };
+        let out = env.etcd_mut().kubeadm_join(&joiner, &timing).expect("lab");
+        eprintln!("oracle: {}", out.summary());
+        let (step, why) = out.failed.clone().expect("the join must fail");
+        assert_eq!(step, netlab::join::JoinStep::MemberAdd, "{}", out.summary());
+        assert!(why.contains("unhealthy cluster"), "{why}");
     }
 );
 
