@@ -112,11 +112,14 @@ pub struct PreflightSpec {
     /// The private key of `etcd_cert`.
     pub etcd_key: Option<PathBuf>,
 
-    /// The cluster's etcd heartbeat interval: latency thresholds scale with it.
-    pub etcd_heartbeat_interval: Duration,
+    /// The cluster's etcd heartbeat interval, when given: latency thresholds scale with it.
+    /// `None`: kubeadm-config's, if discovery reads one, else etcd's default
+    /// ([`DEFAULT_ETCD_HEARTBEAT_INTERVAL`]). A given value wins over kubeadm-config.
+    pub etcd_heartbeat_interval: Option<Duration>,
 
-    /// The cluster's etcd election timeout: the RTT must stay below a tenth of it.
-    pub etcd_election_timeout: Duration,
+    /// The cluster's etcd election timeout, when given: the RTT must stay below a tenth of it.
+    /// `None` as for the heartbeat ([`DEFAULT_ETCD_ELECTION_TIMEOUT`]).
+    pub etcd_election_timeout: Option<Duration>,
 
     /// Checks whose errors become warnings, or `all`; kubeadm's own check names are noted.
     pub ignore_preflight_errors: Vec<String>,
@@ -180,8 +183,8 @@ impl PreflightSpec {
             etcd_cacert: None,
             etcd_cert: None,
             etcd_key: None,
-            etcd_heartbeat_interval: DEFAULT_ETCD_HEARTBEAT_INTERVAL,
-            etcd_election_timeout: DEFAULT_ETCD_ELECTION_TIMEOUT,
+            etcd_heartbeat_interval: None,
+            etcd_election_timeout: None,
             ignore_preflight_errors: Vec::new(),
             write_probe: false,
             bandwidth: false,

@@ -21,24 +21,32 @@ pub use joinguard_core::duration::parse_duration;
 /// input is one field here, with its flag and help, and one in the core's spec; the compiler
 /// names a field the other side lacks. A field marked `#[binary_only]` stays here (a secret's
 /// `--*-file`, folded into its flag by [`parse_from`]; kubeadm's flags joinguard does not use).
+/// A field marked `#[if_given]` keeps its clap default for `--help` but reaches the spec as
+/// `Some` only when given on the command line (`given`): where another source (kubeadm-config)
+/// may set the value, not giving the flag is not the same as giving its default.
 macro_rules! command_args {
     (
         $(#[$meta:meta])*
         pub struct $name:ident => $spec:path { $($body:tt)* }
     ) => {
-        command_args!(@field [$(#[$meta])* $name $spec] [] [] $($body)*);
+        command_args!(@field [$(#[$meta])* $name $spec] [] [] [] $($body)*);
     };
-    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*]
+    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*] [$($given:ident)*]
         #[binary_only] $(#[$m:meta])* pub $f:ident : $t:ty, $($rest:tt)*
     ) => {
-        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)*] $($rest)*);
+        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)*] [$($given)*] $($rest)*);
     };
-    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*]
+    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*] [$($given:ident)*]
+        #[if_given] $(#[$m:meta])* pub $f:ident : $t:ty, $($rest:tt)*
+    ) => {
+        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)*] [$($given)* $f] $($rest)*);
+    };
+    (@field $head:tt [$($out:tt)*] [$($mapped:ident)*] [$($given:ident)*]
         $(#[$m:meta])* pub $f:ident : $t:ty, $($rest:tt)*
     ) => {
-        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)* $f] $($rest)*);
+        command_args!(@field $head [$($out)* $(#[$m])* pub $f: $t,] [$($mapped)* $f] [$($given)*] $($rest)*);
     };
-    (@field [$(#[$meta:meta])* $name:ident $spec:path] [$($out:tt)*] [$($mapped:ident)*]) => {
+    (@field [$(#[$meta:meta])* $name:ident $spec:path] [$($out:tt)*] [$($mapped:ident)*] [$($given:ident)*]) => {
         $(#[$meta])*
         pub struct $name { $($out)* }
 
@@ -46,6 +54,13 @@ macro_rules! command_args {
             #[allow(clippy::useless_conversion)]
             fn from(a: $name) -> Self {
                 Self {
+                    // Given on the command line, or not at all: its default is the core's to
+                    // apply, after kubeadm-config had its say.
+                    $( $given: a
+                        .given
+                        .iter()
+                        .any(|g| *g == stringify!($given).replace('_', "-"))
+                        .then_some(a.$given), )*
                     $( $mapped: a.$mapped.into(), )*
                     spelling: FLAGS,
                 }
@@ -537,10 +552,12 @@ command_args! {
         #[arg(long, value_name = "FILE", requires = "etcd_cert")]
         pub etcd_key: Option<PathBuf>,
 
+        #[if_given]
         /// The cluster's etcd --heartbeat-interval. Latency thresholds scale with it.
         #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration)]
         pub etcd_heartbeat_interval: Duration,
 
+        #[if_given]
         /// The cluster's etcd --election-timeout. Peer RTT warns above a tenth of it and fails above
         /// a quarter (docs/thresholds.md).
         #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
@@ -1270,10 +1287,37 @@ mod tests {
         let Command::Preflight(a) = cli.command else {
             panic!("not preflight");
         };
+        // The `#[if_given]` flags' clap defaults are the core's defaults too.
+        assert_eq!(
+            (a.etcd_heartbeat_interval, a.etcd_election_timeout),
+            (
+                spec::DEFAULT_ETCD_HEARTBEAT_INTERVAL,
+                spec::DEFAULT_ETCD_ELECTION_TIMEOUT
+            )
+        );
         assert_eq!(
             format!("{:?}", spec::PreflightSpec::from(*a)),
             format!("{:?}", spec::PreflightSpec::new(FLAGS))
         );
+    }
+
+    /// An `#[if_given]` flag reaches the spec only when given, even at its default's value: not
+    /// giving `--etcd-election-timeout` lets kubeadm-config decide, giving `1s` does not.
+    #[test]
+    fn a_flag_given_at_its_default_value_is_given() {
+        let spec_of = |line: &str| {
+            let cli = parse_from(line.split(' ').map(std::ffi::OsString::from)).unwrap();
+            let Command::Preflight(a) = cli.command else {
+                panic!("not preflight");
+            };
+            spec::PreflightSpec::from(*a)
+        };
+        let s = spec_of("joinguard preflight --etcd-election-timeout 1s");
+        assert_eq!(s.etcd_election_timeout, Some(Duration::from_secs(1)));
+        assert_eq!(s.etcd_heartbeat_interval, None);
+        let s = spec_of("joinguard preflight --etcd-heartbeat-interval=250ms");
+        assert_eq!(s.etcd_heartbeat_interval, Some(Duration::from_millis(250)));
+        assert_eq!(s.etcd_election_timeout, None);
     }
 
     /// A secret on the command line is warned about once, without the secret; one from a file

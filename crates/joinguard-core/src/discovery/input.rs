@@ -215,23 +215,16 @@ impl PreflightInput {
             )));
         }
 
-        let hb = a.etcd_heartbeat_interval;
-        let el = a.etcd_election_timeout;
-        if hb.is_zero() || hb > Duration::from_secs(10) {
-            return Err(value_err(
-                name(Input::EtcdHeartbeatInterval),
-                &humantime::format_duration(hb).to_string(),
-                "expected the cluster's etcd heartbeat, between 1ms and 10s (etcd default 100ms)",
-            ));
-        }
-        // etcd refuses an election timeout under 5 heartbeats and over 50 s (etcd tuning guide).
-        if el < hb * 5 || el > Duration::from_secs(50) {
-            return Err(value_err(
-                name(Input::EtcdElectionTimeout),
-                &humantime::format_duration(el).to_string(),
-                "expected at least 5x the heartbeat interval and at most 50s (etcd default 1s)",
-            ));
-        }
+        let hb = a
+            .etcd_heartbeat_interval
+            .unwrap_or(crate::spec::DEFAULT_ETCD_HEARTBEAT_INTERVAL);
+        let el = a
+            .etcd_election_timeout
+            .unwrap_or(crate::spec::DEFAULT_ETCD_ELECTION_TIMEOUT);
+        etcd_timing(
+            (name(Input::EtcdHeartbeatInterval), hb),
+            (name(Input::EtcdElectionTimeout), el),
+        )?;
         if a.timeout < Duration::from_millis(500) {
             return Err(value_err(
                 name(Input::Timeout),
@@ -325,6 +318,29 @@ pub(crate) fn explicit_etcd(spelling: Spelling) -> String {
 
 fn load_ca(input: Named, path: Option<&Path>) -> Result<Option<CaBundle>, InputError> {
     Ok(path.map(|p| CaBundle::load(input, p)).transpose()?)
+}
+
+/// etcd's own limits on its timing, for a value from a flag and from kubeadm-config alike: a
+/// heartbeat between 1 ms and 10 s, an election timeout of at least 5 heartbeats and at most
+/// 50 s (etcd refuses to start otherwise; etcd tuning guide). Each value is named by where it
+/// came from.
+pub(crate) fn etcd_timing(hb: (Named, Duration), el: (Named, Duration)) -> Result<(), InputError> {
+    let ((hb_name, hb), (el_name, el)) = (hb, el);
+    if hb.is_zero() || hb > Duration::from_secs(10) {
+        return Err(value_err(
+            hb_name,
+            &humantime::format_duration(hb).to_string(),
+            "expected the cluster's etcd heartbeat, between 1ms and 10s (etcd default 100ms)",
+        ));
+    }
+    if el < hb * 5 || el > Duration::from_secs(50) {
+        return Err(value_err(
+            el_name,
+            &humantime::format_duration(el).to_string(),
+            "expected at least 5x the heartbeat interval and at most 50s (etcd default 1s)",
+        ));
+    }
+    Ok(())
 }
 
 fn value_err(input: Named, value: &str, reason: &str) -> InputError {

@@ -658,24 +658,67 @@ impl Found {
                 ),
             )?);
         }
-        let defaults = args.etcd_heartbeat_interval == crate::spec::DEFAULT_ETCD_HEARTBEAT_INTERVAL
-            && args.etcd_election_timeout == crate::spec::DEFAULT_ETCD_ELECTION_TIMEOUT;
-        if defaults {
-            if let (Some(hb), el) = (self.facts.heartbeat, self.facts.election) {
-                let el = el.unwrap_or(input.election);
-                input.heartbeat = hb;
-                input.election = el;
-                input.thresholds = crate::check::Thresholds::from_etcd_timing(hb, el);
-                notes.note(&format!(
-                    "[preflight] etcd timing from kubeadm-config: heartbeat {} ms, election {} ms",
-                    hb.as_millis(),
-                    el.as_millis()
-                ));
-            } else if let Some(el) = self.facts.election {
-                input.election = el;
-                input.thresholds = crate::check::Thresholds::from_etcd_timing(input.heartbeat, el);
+        // etcd's timing: a value given explicitly wins; otherwise kubeadm-config's, which passes
+        // the same range checks a flag does; otherwise etcd's default (already in `input`).
+        let from_config = |key: &'static str| {
+            Named::new(
+                Input::EtcdElectionTimeout,
+                format!("kubeadm-config's etcd.local.extraArgs {key}"),
+            )
+        };
+        let pick = |given: Option<Duration>,
+                    config: Option<Duration>,
+                    flag: Input,
+                    key: &'static str,
+                    current: Duration| {
+            match (given, config) {
+                (Some(g), Some(c)) if g != c => {
+                    notes.note(&format!(
+                        "[preflight] etcd {key} {} as given ({}); kubeadm-config says {}: the \
+                         given value is used",
+                        humantime::format_duration(g),
+                        args.spelling.spell(flag),
+                        humantime::format_duration(c)
+                    ));
+                    (g, None)
+                }
+                (Some(g), _) => (g, None),
+                (None, Some(c)) => (c, Some(from_config(key))),
+                (None, None) => (current, None),
             }
+        };
+        let (hb, hb_source) = pick(
+            args.etcd_heartbeat_interval,
+            self.facts.heartbeat,
+            Input::EtcdHeartbeatInterval,
+            "heartbeat-interval",
+            input.heartbeat,
+        );
+        let (el, el_source) = pick(
+            args.etcd_election_timeout,
+            self.facts.election,
+            Input::EtcdElectionTimeout,
+            "election-timeout",
+            input.election,
+        );
+        if hb_source.is_some() || el_source.is_some() {
+            let named = |source: Option<Named>, flag: Input| {
+                source.unwrap_or_else(|| args.spelling.name(flag))
+            };
+            input::etcd_timing(
+                (named(hb_source, Input::EtcdHeartbeatInterval), hb),
+                (named(el_source, Input::EtcdElectionTimeout), el),
+            )?;
+            notes.note(&format!(
+                "[preflight] etcd timing: heartbeat {} ms, election {} ms (from kubeadm-config \
+                 where not given)",
+                hb.as_millis(),
+                el.as_millis()
+            ));
         }
+        input.heartbeat = hb;
+        input.election = el;
+        input.thresholds = crate::check::Thresholds::from_etcd_timing(hb, el);
         Ok(())
     }
 }

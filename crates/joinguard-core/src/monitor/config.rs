@@ -479,9 +479,10 @@ fn cluster_args(
     c: RawCluster,
     field: &dyn Fn(&str, String) -> ConfigError,
 ) -> Result<PreflightSpec, ConfigError> {
-    let dur = |name: &str, v: &Option<String>, default: Duration| match v {
-        None => Ok(default),
-        Some(s) => parse_duration(s).map_err(|e| field(name, e.to_string())),
+    let given_dur = |name: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|s| parse_duration(s).map_err(|e| field(name, e.to_string())))
+            .transpose()
     };
     const NO_CERTIFICATE_KEY: &str = "the monitor runs for months, but kubeadm deletes the \
         kubeadm-certs Secret 2 hours after `kubeadm init phase upload-certs` and a certificate \
@@ -550,16 +551,12 @@ fn cluster_args(
         etcd_cacert: c.etcd_cacert,
         etcd_cert: c.etcd_cert,
         etcd_key: c.etcd_key,
-        etcd_heartbeat_interval: dur(
+        // Set in monitor.yaml, or not at all (kubeadm-config's then, else etcd's default).
+        etcd_heartbeat_interval: given_dur(
             "cluster.etcdHeartbeatInterval",
             &c.etcd_heartbeat_interval,
-            defaults.etcd_heartbeat_interval,
         )?,
-        etcd_election_timeout: dur(
-            "cluster.etcdElectionTimeout",
-            &c.etcd_election_timeout,
-            defaults.etcd_election_timeout,
-        )?,
+        etcd_election_timeout: given_dur("cluster.etcdElectionTimeout", &c.etcd_election_timeout)?,
         ignore_preflight_errors: c.ignore_preflight_errors,
         // The monitor's own probes measure the paths all the time; no one-off bandwidth read.
         no_bandwidth: true,

@@ -1043,3 +1043,93 @@ fn runbook_a_dial_past_2s_preflight_names_it_and_promote_completes() {
     run.assert_exit(0);
     assert!(run.stdout.contains("promoted"), "{run}");
 }
+
+/// preflight from the join line (control plane, `-o json`), with `extra` flags.
+fn join_line_json(env: &LabEnv, extra: &[&str]) -> Run {
+    let api = env.api().addr().to_string();
+    let mut args = vec![
+        "preflight",
+        &api,
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        &env.fixture().ca_pin,
+        "--control-plane",
+        "--certificate-key",
+        CERT_KEY,
+        "--no-bandwidth",
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    env.run(args)
+}
+
+/// The warn threshold EtcdPeerLatency used (the lower of 2 heartbeats and a tenth of the
+/// election timeout), in ms.
+fn peer_warn_threshold(run: &Run) -> f64 {
+    let v = run.json();
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "EtcdPeerLatency" && c["status"] == "ok")
+        .and_then(|c| c["threshold"].as_f64())
+        .unwrap_or_else(|| panic!("no ok EtcdPeerLatency: {run}"))
+}
+
+/// kubeadm-config says the election timeout is 5 s (`etcd.local.extraArgs`). Not given, the
+/// verdict takes 5 s from it; given explicitly as `--etcd-election-timeout 1s` (the default's
+/// value), the flag wins and the run says so (before, a flag at its default value was taken as
+/// not given, and kubeadm-config overrode it). A kubeadm-config timing etcd would refuse gets the
+/// error a flag gets, naming kubeadm-config.
+#[test]
+fn etcd_an_explicit_timing_flag_wins_over_kubeadm_config() {
+    let _s = netlab::harness::serial();
+    let env = lab3(Layout::EtcdPods)
+        .fixture(|opts| {
+            opts.etcd_extra_args = vec![("election-timeout".into(), "5000".into())];
+        })
+        .name("etcd_an_explicit_timing_flag_wins_over_kubeadm_config")
+        .build()
+        .expect("lab environment");
+    let run = join_line_json(&env, &[]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        run.stderr
+            .contains("etcd timing: heartbeat 100 ms, election 5000 ms (from kubeadm-config"),
+        "{run}"
+    );
+    // min(2 x 100 ms, 5 s / 10)
+    assert_eq!(peer_warn_threshold(&run), 200.0, "{run}");
+
+    let run = join_line_json(&env, &["--etcd-election-timeout", "1s"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        run.stderr.contains(
+            "etcd election-timeout 1s as given (--etcd-election-timeout); kubeadm-config says \
+             5s: the given value is used"
+        ),
+        "{run}"
+    );
+    // min(2 x 100 ms, 1 s / 10)
+    assert_eq!(peer_warn_threshold(&run), 100.0, "{run}");
+    drop(env);
+
+    let env = lab3(Layout::EtcdPods)
+        .fixture(|opts| {
+            opts.etcd_extra_args = vec![("election-timeout".into(), "60000".into())];
+        })
+        .name("etcd_an_explicit_timing_flag_wins_over_kubeadm_config_2")
+        .build()
+        .expect("lab environment");
+    let run = join_line_json(&env, &[]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(
+        run.stderr.contains(
+            "kubeadm-config's etcd.local.extraArgs election-timeout `1m`: expected at least 5x \
+             the heartbeat interval and at most 50s (etcd default 1s)"
+        ),
+        "{run}"
+    );
+}
