@@ -660,11 +660,8 @@ impl Found {
         }
         // etcd's timing: a value given explicitly wins; otherwise kubeadm-config's, which passes
         // the same range checks a flag does; otherwise etcd's default (already in `input`).
-        let from_config = |key: &'static str| {
-            Named::new(
-                Input::EtcdElectionTimeout,
-                format!("kubeadm-config's etcd.local.extraArgs {key}"),
-            )
+        let from_config = |input: Input, key: &'static str| {
+            Named::new(input, format!("kubeadm-config's etcd.local.extraArgs {key}"))
         };
         let pick = |given: Option<Duration>,
                     config: Option<Duration>,
@@ -683,7 +680,7 @@ impl Found {
                     (g, None)
                 }
                 (Some(g), _) => (g, None),
-                (None, Some(c)) => (c, Some(from_config(key))),
+                (None, Some(c)) => (c, Some(from_config(flag, key))),
                 (None, None) => (current, None),
             }
         };
