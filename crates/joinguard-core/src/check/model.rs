@@ -159,6 +159,12 @@ pub enum CheckNameError {
          'all' is used"
     )]
     AllWithOthers { set: String },
+    /// kubeadm's own message: `all` is refused in a configuration file.
+    #[error(
+        "ignorePreflightErrors: Invalid value: \"all\": 'all' cannot be used in configuration \
+         file"
+    )]
+    AllInConfig,
 }
 
 impl FromStr for CheckName {
@@ -185,6 +191,9 @@ pub struct IgnoreList {
     /// kubeadm's check names that were given (kubeadm's spelling): joinguard has nothing to
     /// ignore for them, and says so.
     kubeadm: BTreeSet<String>,
+    /// Names neither joinguard nor the kubeadm list it carries knows, as given: kubeadm accepts
+    /// any name (checks come and go between versions), and so does joinguard, with a note.
+    unknown: BTreeSet<String>,
 }
 
 impl IgnoreList {
@@ -195,9 +204,12 @@ impl IgnoreList {
     }
 
     /// Merges the flag's entries and the config file's `nodeRegistration.ignorePreflightErrors`
-    /// as kubeadm's `ValidateIgnorePreflightErrors` does: one lower-cased set, `all` alone or not
-    /// at all. Entries may themselves hold commas (pflag splits the flag, not the file). Each
-    /// entry is joinguard's check name or kubeadm's ([`crate::kubeadm::checks`]), any case.
+    /// as kubeadm's `ValidateIgnorePreflightErrors` does
+    /// (`cmd/kubeadm/app/apis/kubeadm/validation/validation.go`): one lower-cased set, `all`
+    /// alone or not at all, and never in the file. Entries may themselves hold commas (pflag
+    /// splits the flag, not the file). Any name is taken, as kubeadm takes it: joinguard's check
+    /// names ignore its checks, kubeadm's ([`crate::kubeadm::checks`]) and unknown ones are
+    /// noted.
     pub(crate) fn from_sources(
         flag: &[String],
         config: &[String],
@@ -219,11 +231,15 @@ impl IgnoreList {
             } else if let Some(k) = crate::kubeadm::checks::canonical(entry) {
                 list.kubeadm.insert(k);
             } else {
-                return Err(CheckNameError::Unknown {
-                    name: entry.to_string(),
-                    valid: CheckName::valid_names(),
-                });
+                list.unknown.insert(entry.to_string());
             }
+        }
+        if config
+            .iter()
+            .flat_map(|e| e.split(','))
+            .any(|e| e.trim().eq_ignore_ascii_case("all"))
+        {
+            return Err(CheckNameError::AllInConfig);
         }
         if list.all && set.len() > 1 {
             let set: Vec<String> = set.into_iter().collect();
@@ -240,6 +256,11 @@ impl IgnoreList {
     /// kubeadm's check names in the list, in kubeadm's spelling.
     pub(crate) fn kubeadm_checks(&self) -> impl Iterator<Item = &str> {
         self.kubeadm.iter().map(String::as_str)
+    }
+
+    /// The names neither joinguard nor its kubeadm list knows, as given.
+    pub(crate) fn unknown_names(&self) -> impl Iterator<Item = &str> {
+        self.unknown.iter().map(String::as_str)
     }
 
     pub fn contains(&self, name: CheckName) -> bool {

@@ -126,10 +126,14 @@ fn ignore_list_parses_names_and_all() {
     let all = IgnoreList::parse("ALL").unwrap();
     assert!(CheckName::ALL.iter().all(|c| all.contains(*c)));
     assert!(IgnoreList::parse("").unwrap().is_empty());
-    assert!(matches!(
-        IgnoreList::parse("EtcdPeerLatency,Bogus"),
-        Err(CheckNameError::Unknown { name, .. }) if name == "Bogus"
-    ));
+    // kubeadm takes any name (IsDockerSystemdCheck, RequiredIPVSKernelModulesAvailable,
+    // ContainerRuntimeVersion ...): so does joinguard, and notes it.
+    let l = IgnoreList::parse("EtcdPeerLatency,Bogus,IsDockerSystemdCheck").unwrap();
+    assert!(l.contains(CheckName::EtcdPeerLatency));
+    assert_eq!(
+        l.unknown_names().collect::<Vec<_>>(),
+        ["Bogus", "IsDockerSystemdCheck"]
+    );
     assert_eq!(
         IgnoreList::parse("all,PacketLoss").unwrap_err().to_string(),
         "ignore-preflight-errors: Invalid value: \"all,packetloss\": don't specify \
@@ -151,21 +155,24 @@ fn kubeadm_names_are_noted_and_both_lists_merge_as_kubeadm_merges_them() {
         l.kubeadm_checks().collect::<Vec<_>>(),
         ["DirAvailable--var-lib-etcd", "Mem", "NumCPU", "Port-6443"]
     );
-    // `all` in the file and a name on the flag: kubeadm's error over the merged set.
-    let e = IgnoreList::from_sources(&["Swap".into()], &["all".into()]).unwrap_err();
+    // `all` on the flag beside a name in the file: kubeadm's error over the merged set.
+    let e = IgnoreList::from_sources(&["all".into()], &["Swap".into()]).unwrap_err();
     assert_eq!(
         e.to_string(),
         "ignore-preflight-errors: Invalid value: \"all,swap\": don't specify individual \
          checks if 'all' is used"
     );
-    // The same `all` twice is one entry of the set.
-    assert!(IgnoreList::from_sources(&["ALL".into()], &["all".into()])
+    // The same `all` twice on the flag is one entry of the set.
+    assert!(IgnoreList::from_sources(&["ALL".into(), "all".into()], &[])
         .unwrap()
         .is_all());
-    let e = IgnoreList::from_sources(&["Bogus".into()], &[]).unwrap_err();
-    assert!(
-        e.to_string().contains("neither one of joinguard's checks"),
-        "{e}"
+    // `all` in the file is kubeadm's error, even alone.
+    assert_eq!(
+        IgnoreList::from_sources(&[], &["all".into()])
+            .unwrap_err()
+            .to_string(),
+        "ignorePreflightErrors: Invalid value: \"all\": 'all' cannot be used in configuration \
+         file"
     );
 }
 

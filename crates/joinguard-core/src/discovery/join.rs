@@ -79,6 +79,13 @@ impl PreflightInput {
                 "{k} is a kubeadm check; joinguard has nothing to ignore for it"
             ));
         }
+        for k in input.ignore.unknown_names() {
+            input.notes.push(format!(
+                "{k} is not a check joinguard runs, nor one of kubeadm's it knows; taken and \
+                 passed over, as kubeadm takes any name (joinguard's checks: {})",
+                crate::check::CheckName::ALL.map(|c| c.as_str()).join(", ")
+            ));
+        }
         let want_etcd = line.control_plane || line.explicit_etcd;
         if let Some(d) = discovery {
             let budget = match line.discovery_timeout {
@@ -230,7 +237,19 @@ fn kubeadm_join_line(a: &mut PreflightSpec, sink: &dyn Notes) -> Result<JoinLine
         if a.node_name.is_none() {
             a.node_name = c.node_name.clone();
         }
-        // The flag's list and the file's are merged into one set, as kubeadm merges them.
+        // The flag's list and the file's are merged into one set, as kubeadm merges them; `all`
+        // is refused in the file (kubeadm's ValidateIgnorePreflightErrors).
+        if c.ignore_preflight_errors
+            .iter()
+            .flat_map(|e| e.split(','))
+            .any(|e| e.trim().eq_ignore_ascii_case("all"))
+        {
+            return Err(InputError::Other(format!(
+                "{}: {}",
+                path.display(),
+                crate::check::CheckNameError::AllInConfig
+            )));
+        }
         a.ignore_preflight_errors
             .extend(c.ignore_preflight_errors.iter().cloned());
         discovery_file = c.discovery_file.clone();
@@ -661,7 +680,10 @@ impl Found {
         // etcd's timing: a value given explicitly wins; otherwise kubeadm-config's, which passes
         // the same range checks a flag does; otherwise etcd's default (already in `input`).
         let from_config = |input: Input, key: &'static str| {
-            Named::new(input, format!("kubeadm-config's etcd.local.extraArgs {key}"))
+            Named::new(
+                input,
+                format!("kubeadm-config's etcd.local.extraArgs {key}"),
+            )
         };
         let pick = |given: Option<Duration>,
                     config: Option<Duration>,
