@@ -127,12 +127,21 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
         Ok(i) => i,
         Err(e) => return stopped("preflight", &e),
     };
-    if input.wait.is_none() {
+    match input.wait {
         // --timeout bounds the whole run: discovery took its share of it already.
-        input.timeout = input
-            .timeout
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_millis(500));
+        None => {
+            input.timeout = input
+                .timeout
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(500));
+        }
+        // --wait too: discovery waited as part of it (at least one check still runs).
+        Some(w) => {
+            input.wait = Some(
+                w.saturating_sub(started.elapsed())
+                    .max(Duration::from_millis(500)),
+            );
+        }
     }
     // The report's first line at once, as kubeadm prints its own: the run takes seconds, and
     // the notes on stderr (traces, --wait) come after it, not before.

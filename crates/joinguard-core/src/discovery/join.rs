@@ -88,11 +88,17 @@ impl PreflightInput {
         }
         let want_etcd = line.control_plane || line.explicit_etcd;
         if let Some(d) = discovery {
-            let budget = match line.discovery_timeout {
-                Some(t) => input.timeout.min(t),
+            // With --wait, discovery waits too (an API endpoint whose load balancer is still
+            // reloading), within kubeadm's discovery timeout when the file sets one.
+            let base = match input.wait {
+                Some(w) => input.timeout.max(w),
                 None => input.timeout,
             };
-            match d.run(budget, recorder, notes).await {
+            let budget = match line.discovery_timeout {
+                Some(t) => base.min(t),
+                None => base,
+            };
+            match d.run(budget, input.wait.is_some(), recorder, notes).await {
                 Ok(found) => found
                     .apply(&mut input, &args, want_etcd, notes)
                     .map_err(invalid)?,
@@ -474,6 +480,7 @@ impl DiscoveryInput {
     async fn run(
         &self,
         timeout: Duration,
+        patient: bool,
         recorder: &Recorder,
         notes: &dyn Notes,
     ) -> Result<Found, DiscoveryError> {
@@ -483,7 +490,13 @@ impl DiscoveryInput {
             self.endpoint,
             self.token.id()
         ));
-        let policy = super::policy(Some(deadline));
+        // The connect policy gives up after 15 s (fail fast); waiting, discovery retries for
+        // its whole budget.
+        let policy = if patient {
+            super::policy(Some(deadline)).with_budget(timeout)
+        } else {
+            super::policy(Some(deadline))
+        };
         let via = self.via.as_ref();
         if let Some(p) = via {
             notes.note(&format!(

@@ -1133,3 +1133,43 @@ fn etcd_an_explicit_timing_flag_wins_over_kubeadm_config() {
         "{run}"
     );
 }
+
+/// `--wait` covers token discovery (issue 46 item 2): the joiner's link to the API dark for
+/// 20 s, longer than the connect policy's own 15 s: with `--wait 60s` discovery retries through
+/// it and the run is fit once the link is back; without `--wait` it stops after the 15 s.
+#[test]
+fn etcd_wait_covers_token_discovery_through_an_api_outage() {
+    let _s = netlab::harness::serial();
+    let env = lab3(Layout::EtcdPods)
+        .name("etcd_wait_covers_token_discovery_through_an_api_outage")
+        .build()
+        .expect("lab environment");
+    let set = |imp: netlab::Impairment| {
+        env.lab()
+            .net()
+            .set_link(env.joiner(), env.api().host(), imp);
+    };
+    // The link dark now and lit again after 20 s, while `run` runs; (its result, how long).
+    let through_outage = |extra: &[&str]| {
+        set(netlab::Impairment::blackout());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_secs(20));
+                set(netlab::Impairment::none());
+            });
+            let t0 = std::time::Instant::now();
+            let run = join_line_json(&env, extra);
+            (run, t0.elapsed())
+        })
+    };
+    let (run, took) = through_outage(&["--wait", "60s"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(took > std::time::Duration::from_secs(19), "{took:?}");
+    eprintln!("--wait 60s through a 20 s outage: fit after {took:?}");
+
+    let (run, took) = through_outage(&[]);
+    assert_eq!(run.code, 1, "{run}");
+    assert!(run.stderr.contains("token discovery"), "{run}");
+    assert!(took < std::time::Duration::from_secs(19), "{took:?}");
+    eprintln!("without --wait: stopped after {took:?}");
+}
