@@ -179,10 +179,24 @@ fn advice(t: &Target, streams: &[&Summary]) -> String {
          answer stalls here; a wrong CA or certificate fails at once instead"
     } else if failures
         .iter()
+        .any(|f| matches!(f, ProbeFailure::Tls(m) if m.contains("does not speak TLS")))
+    {
+        "the port answers, but not in TLS: a plain HTTP listener or another service is on it, \
+         not the endpoint the join needs; check the address and the port"
+    } else if failures
+        .iter()
         .any(|f| matches!(f, ProbeFailure::Tls(_)) && !tls_timeout(f))
     {
-        "the TLS handshake failed: check the CA and the client certificate given (kubeadm: \
-         /etc/kubernetes/pki/etcd/ca.crt and healthcheck-client.crt for etcd, ca.crt for the API)"
+        match t.kind {
+            TargetKind::ApiServer => {
+                "the TLS handshake failed: check the cluster CA given (kubeadm: \
+                 /etc/kubernetes/pki/ca.crt) and that this is the API server's address"
+            }
+            TargetKind::EtcdClient | TargetKind::EtcdPeer => {
+                "the TLS handshake failed: check the etcd CA and the client certificate given \
+                 (kubeadm: /etc/kubernetes/pki/etcd/ca.crt and healthcheck-client.crt)"
+            }
+        }
     } else if failures.iter().all(|f| matches!(f, ProbeFailure::Refused)) {
         "the host is up but nothing listens on the port (connection refused)"
     } else if failures

@@ -481,6 +481,42 @@ pub fn policy(deadline: Option<tokio::time::Instant>) -> RetryPolicy {
 mod tests {
     use super::*;
 
+    /// A plain HTTP listener where the API server should be: a wrong endpoint, exit 1 in the
+    /// CLI, never a trust failure (exit 3: "someone may be in the path").
+    #[tokio::test]
+    async fn a_listener_that_does_not_speak_tls_is_no_trust_failure() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            for _ in 0..4 {
+                let Ok((mut c, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut buf = [0u8; 512];
+                let _ = c.read(&mut buf).await;
+                let _ = c
+                    .write_all(b"HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+            }
+        });
+        let e = discover(
+            &addr.to_string(),
+            &token(),
+            &CaTrust::UnsafeSkip,
+            None,
+            &policy(None),
+            &crate::retry::Recorder::new(),
+        )
+        .await
+        .unwrap_err();
+        server.abort();
+        assert!(
+            matches!(&e, DiscoveryError::Failed(m) if m.contains("does not speak TLS")),
+            "{e:?}"
+        );
+    }
+
     fn token() -> BootstrapToken {
         BootstrapToken::parse("abcdef.0123456789abcdef").unwrap()
     }

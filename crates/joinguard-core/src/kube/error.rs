@@ -156,6 +156,9 @@ pub enum TransportError {
     /// Another TLS failure (an alert, a failure only a transport's text names).
     #[error("TLS/certificate failure: {0}")]
     Tls(String),
+    /// The endpoint does not speak TLS: a wrong endpoint, not a trust question.
+    #[error("{0}")]
+    NotTls(String),
     #[error("{0}")]
     Other(String),
 }

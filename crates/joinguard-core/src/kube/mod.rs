@@ -345,6 +345,7 @@ fn transport_of_tls(f: TlsFailure) -> ApiCallError {
         }
         TlsFailure::Tcp(other) => TransportError::Other(other.to_string()),
         TlsFailure::Untrusted(t) => TransportError::Untrusted(Box::new(t.clone())),
+        TlsFailure::NotTls(_) => TransportError::NotTls(f.to_string()),
         // A reset or EOF during the handshake is a load balancer dropping us, not a certificate
         // problem; an alert is the server refusing our certificate (permanent).
         TlsFailure::Handshake(text) => {

@@ -101,6 +101,13 @@ pub enum TlsFailure {
     /// certificate), no common cipher suite or protocol, missing ALPN, a reset mid-handshake.
     #[error("TLS handshake failed: {0}")]
     Handshake(String),
+    /// The server answered with something that is not TLS (a plain HTTP listener, another
+    /// service on the port): a wrong endpoint, not a certificate problem.
+    #[error(
+        "the server does not speak TLS on this port (its answer is not a TLS record: {0}); a \
+         plain HTTP listener or another service on the port?"
+    )]
+    NotTls(String),
 }
 
 impl TlsFailure {
@@ -152,6 +159,7 @@ impl TlsFailure {
                 };
                 TlsFailure::Handshake(format!("server sent alert {alert:?}{hint}"))
             }
+            rustls::Error::InvalidMessage(m) => TlsFailure::NotTls(format!("{m:?}")),
             other => TlsFailure::Handshake(other.to_string()),
         }
     }

@@ -298,6 +298,9 @@ impl Classify for TransportError {
             // budget bounds how long we wait for it.
             TransportError::Dns(_) => Transient(Reason::Dns),
             TransportError::Tls(_) | TransportError::Untrusted(_) => ErrorClass::Trust,
+            // Not TLS at all: the wrong endpoint (a plain HTTP listener), which retrying does not
+            // fix and which no certificate explains.
+            TransportError::NotTls(_) => Permanent(Reason::Other),
             // Unknown transport failures are not on the retried list: fail fast and say
             // what happened rather than spin on something we do not understand.
             TransportError::Other(_) => Permanent(Reason::Other),
