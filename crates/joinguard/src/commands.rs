@@ -108,9 +108,58 @@ fn stopped(command: &str, s: &Stopped) -> Ending {
     s.ending()
 }
 
+/// The `-o json` document of a preflight that ended without a verdict (invalid input, a trust
+/// failure, a cluster that could not be reached or read): the report's shape, empty, with
+/// `verdict: "error"` and the error's class, exit code and message, so that a log file a
+/// bootstrap script writes from stdout always holds the reason.
+fn preflight_error_document(ending: Ending, message: &str, started: Instant) -> String {
+    let class = match ending {
+        Ending::InvalidInput => "invalid-input",
+        Ending::Untrusted => "trust",
+        Ending::Failed | Ending::Done => "failed",
+    };
+    // The report's field order (schemaVersion first), which `json!` would sort away.
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ErrorDoc<'a> {
+        schema_version: u8,
+        verdict: &'a str,
+        error: ErrorPart<'a>,
+        checks: [(); 0],
+        measurements: [(); 0],
+        notes: [(); 0],
+        duration_ms: u64,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ErrorPart<'a> {
+        class: &'a str,
+        exit_code: u8,
+        message: &'a str,
+    }
+    let doc = ErrorDoc {
+        schema_version: 2,
+        verdict: "error",
+        error: ErrorPart {
+            class,
+            exit_code: ending.code(),
+            message,
+        },
+        checks: [],
+        measurements: [],
+        notes: [],
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    )
+}
+
 /// `joinguard preflight`.
 pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
     let started = Instant::now();
+    let json = spec.output == Output::Json;
     let unused: Vec<String> = spec
         .given
         .iter()
@@ -125,7 +174,14 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
     }
     let mut input = match rt.block_on(PreflightInput::from_spec(spec, &Recorder::new(), &Stderr)) {
         Ok(i) => i,
-        Err(e) => return stopped("preflight", &e),
+        Err(e) => {
+            if json {
+                stdout_bytes(
+                    preflight_error_document(e.ending(), &e.to_string(), started).as_bytes(),
+                );
+            }
+            return stopped("preflight", &e);
+        }
     };
     match input.wait {
         // --timeout bounds the whole run: discovery took its share of it already.
@@ -159,12 +215,33 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
     }
     match &outcome {
         Outcome::Trust(msg) => {
+            if json {
+                stdout_bytes(
+                    preflight_error_document(Ending::Untrusted, &msg.to_string(), started)
+                        .as_bytes(),
+                );
+            }
             say(&format!(
                 "[preflight] trust failure: {msg}\n[preflight] This is not retried: check that the \
                  CA file belongs to this cluster, or that nothing intercepts the connection."
             ));
         }
-        Outcome::Report(r) => print(r.as_ref(), input.output),
+        Outcome::Report(r) => {
+            print(r.as_ref(), input.output);
+            // With -o json the reason is in the document; stderr (a bootstrap log) gets it too.
+            if json && r.ending() != Ending::Done {
+                let errors: Vec<String> = r
+                    .checks
+                    .iter()
+                    .filter(|c| c.status == joinguard_core::check::Status::Error)
+                    .map(|c| format!("{} {}", c.name, c.target))
+                    .collect();
+                say(&format!(
+                    "joinguard preflight: not fit: {}",
+                    errors.join(", ")
+                ));
+            }
+        }
     }
     outcome.ending()
 }

@@ -1173,3 +1173,65 @@ fn etcd_wait_covers_token_discovery_through_an_api_outage() {
     assert!(took < std::time::Duration::from_secs(19), "{took:?}");
     eprintln!("without --wait: stopped after {took:?}");
 }
+
+/// `-o json` always prints one document (issue 46 item 5): on invalid input (exit 2) and on a
+/// trust failure (exit 3) it has `verdict: "error"` with the class, exit code and message, and
+/// validates against the schema; an unfit run also puts its reason on stderr, where a bootstrap
+/// log (cloud-init's) keeps it.
+#[test]
+fn etcd_every_exit_of_preflight_json_writes_a_document() {
+    let _s = netlab::harness::serial();
+    let env = lab3(Layout::EtcdPods)
+        .name("etcd_every_exit_of_preflight_json_writes_a_document")
+        .build()
+        .expect("lab environment");
+    let error_of = |run: &Run, code: i32, class: &str| {
+        assert_eq!(run.code, code, "{run}");
+        crate::schema::assert_valid("preflight", run);
+        let v = run.json();
+        assert_eq!(v["verdict"], "error", "{run}");
+        assert_eq!(v["error"]["class"], class, "{run}");
+        assert_eq!(v["error"]["exitCode"], code, "{run}");
+        let m = v["error"]["message"].as_str().unwrap().to_string();
+        assert!(run.stderr.contains(&m), "the same reason on stderr: {run}");
+        m
+    };
+    let m = error_of(
+        &join_line_json(&env, &["--etcd-election-timeout", "1ms"]),
+        2,
+        "invalid-input",
+    );
+    assert!(m.contains("--etcd-election-timeout `1ms`"), "{m}");
+
+    let api = env.api().addr().to_string();
+    let wrong_pin = format!("sha256:{}", "ab".repeat(32));
+    let run = env.run([
+        "preflight",
+        &api,
+        "--token",
+        TOKEN,
+        "--discovery-token-ca-cert-hash",
+        &wrong_pin,
+        "-o",
+        "json",
+    ]);
+    let m = error_of(&run, 3, "trust");
+    assert!(m.contains("trust failure during token discovery"), "{m}");
+
+    // Unfit: the document as always, and the reason on stderr too.
+    env.lab().net().set_link(
+        env.joiner(),
+        env.lab().host("m2"),
+        netlab::Impairment::delay(std::time::Duration::from_millis(150)),
+    );
+    let run = join_line_json(&env, &[]);
+    assert_eq!(run.code, 1, "{run}");
+    crate::schema::assert_valid("preflight", &run);
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("joinguard preflight: not fit: ")
+                && l.contains("EtcdPeerLatency")),
+        "{run}"
+    );
+}
