@@ -136,3 +136,26 @@ fn version_reports_the_build() {
     let commit = v["gitCommit"].as_str().unwrap();
     assert!(commit == "unknown" || commit.len() >= 12, "{commit}");
 }
+
+/// The findings reference: every check joinguard defines has its section in docs/preflight.md
+/// (a `### ` heading naming it), so an operator who reads `[ERROR Name]` or passes a name to
+/// `--ignore-preflight-errors` can look it up. A new check without one fails here.
+#[test]
+fn every_check_has_a_section_in_the_findings_reference() {
+    let text = std::fs::read_to_string(repo().join("docs/preflight.md")).unwrap();
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("### ")).collect();
+    let missing: Vec<&str> = joinguard_core::check::CheckName::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|name| {
+            !headings.iter().any(|h| {
+                h.split(|c: char| !c.is_ascii_alphanumeric())
+                    .any(|word| word == *name)
+            })
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "checks without a section in docs/preflight.md: {missing:?}"
+    );
+}
