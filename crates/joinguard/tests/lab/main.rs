@@ -11,6 +11,7 @@
 
 use netlab::harness::EnvBuilder;
 
+mod deep_queue;
 mod discovery;
 mod hostile;
 mod ipv6;
