@@ -260,7 +260,7 @@ mod tests {
     use std::time::Duration;
 
     use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
 
     use super::*;
     use crate::probe::ProbeFailure;

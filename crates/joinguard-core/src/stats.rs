@@ -462,7 +462,7 @@ mod tests {
 
     #[test]
     fn persistent_shift_shows_with_random_placement() {
-        use rand::{Rng, SeedableRng};
+        use rand::{RngExt, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let mut errors = 0;
         for _ in 0..200 {

@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
 /// How the jitter added to each packet's delay is distributed.

@@ -13,7 +13,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
-use rand::Rng;
+use rand::RngExt;
 
 use crate::forwarder::Network;
 use crate::host::{self, Host};

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
 use crate::failure::{TrustFailure, TrustFailureKind};

@@ -299,7 +299,7 @@ fn etcd_learner_behind_a_deep_kernel_queue_on_a_router() {
             }
             let (backlog, dropped, sent) = queue_stats(r1, handle);
             max_backlog = max_backlog.max(backlog);
-            if n % 5 == 0 {
+            if n.is_multiple_of(5) {
                 let mut st = etcd.etcdctl_to(m4, &[etcd.member(li).client_url().to_string()]);
                 st.args(["endpoint", "status", "-w", "json"]);
                 let idx = output_within(&mut st, Duration::from_secs(4))
