@@ -99,11 +99,12 @@ fn resolve(
         .or_else(|| join.as_ref().and_then(|j| j.etcd_api_call))
         .unwrap_or(ETCD_API_CALL);
     if need_node && node_name.is_none() && address.is_none() {
-        return Err(Stopped::Invalid(format!(
-            "{cmd} needs this node's identity: --node-name NAME (its etcd member's name) and/or \
+        return Err(Stopped::Invalid(
+            "this node's identity is needed: --node-name NAME (its etcd member's name) and/or \
              --apiserver-advertise-address IP (its peer URL is https://IP:2380), or --config \
              with the join's JoinConfiguration"
-        )));
+                .to_string(),
+        ));
     }
     let access = if a.etcd_endpoints.is_empty() {
         discovered(rt, cmd, a, timeout)?
@@ -113,7 +114,7 @@ fn resolve(
             None => {
                 let ca = a.etcd_cacert.as_deref().ok_or_else(|| {
                     Stopped::Invalid(format!(
-                        "{cmd} needs the etcd CA: --etcd-cacert FILE, or --cert-dir DIR \
+                        "the etcd CA is needed: --etcd-cacert FILE, or --cert-dir DIR \
                          (kubeadm's /etc/kubernetes/pki, which holds {CA})"
                     ))
                 })?;
@@ -151,18 +152,20 @@ fn discovered(
     timeout: Duration,
 ) -> Result<EtcdAccess, Stopped> {
     if a.config.is_none() && a.token.is_none() {
-        return Err(Stopped::Invalid(format!(
-            "{cmd} needs the etcd members: --etcd-endpoints URL[,URL...], --config with the \
+        return Err(Stopped::Invalid(
+            "the etcd members are needed: --etcd-endpoints URL[,URL...], --config with the \
              join's JoinConfiguration, or the join line (API_SERVER_ENDPOINT --token ... \
              --discovery-token-ca-cert-hash ...); token discovery then finds the members and \
              the etcd CA, as preflight does"
-        )));
+                .to_string(),
+        ));
     }
     if a.etcd_cacert.is_some() || a.etcd_cert.is_some() {
-        return Err(Stopped::Invalid(format!(
-            "{cmd}: --etcd-cacert, --etcd-cert and --etcd-key go with --etcd-endpoints; with \
+        return Err(Stopped::Invalid(
+            "--etcd-cacert, --etcd-cert and --etcd-key go with --etcd-endpoints; with \
              --config or the join line the etcd CA comes from the cluster"
-        )));
+                .to_string(),
+        ));
     }
     // The kubeadm flags given, for kubeadm's rule on --config beside them.
     let given = [
