@@ -1089,3 +1089,95 @@ fn promote_cli_draws_a_bar_on_a_terminal_and_keeps_stdout_plain() {
     assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
     assert!(f.calls("MemberPromote") >= 1);
 }
+
+/// A snapshot that fails on the way and the next that arrives: 16 MiB in 4 KiB values on a
+/// compacted log (`--snapshot-count=1000`), every member -> learner link at a rate that makes the
+/// snapshot take about 20 s. Two seconds into the snapshot the learner's links black out for
+/// 8 s: its etcd's 5 s peer read timeout fails the transfer, as a deep queue on a router does
+/// (docs/etcd-learner.md). promote reads the leader's `/metrics` and names the failed snapshot
+/// while it waits, then promotes once the leader's next snapshot is applied.
+#[test]
+fn promote_names_the_leaders_failed_snapshot_and_promotes_after_the_next() {
+    let _g = serial();
+    let mut spec = EtcdSpec::default();
+    spec.extra_args.push("--snapshot-count=1000".into());
+    let mut f = Fixture::with_spec(&spec);
+    let mib = 16;
+    preload(&f, mib, 4);
+    let m4 = f.m4().clone();
+    let members: Vec<Host> = (0..3).map(|i| f.etcd.member(i).host().clone()).collect();
+    let rate = Impairment::none().with_rate((mib as u64 * 1024 * 1024 * 8) / 20);
+    for h in &members {
+        f.lab.net().set(h, &m4, rate.clone());
+    }
+    f.etcd.add_learner(&m4).expect("learner");
+    let mut spec = f.promote_spec();
+    spec.timeout = Duration::from_secs(180);
+    spec.learner_metrics_url = Some(f.etcd.member(3).metrics_url().to_string());
+    let added = Instant::now();
+    let seen = Mutex::new(Vec::<(f64, String)>::new());
+    let sink = |p: &Progress| {
+        seen.lock()
+            .unwrap()
+            .push((added.elapsed().as_secs_f64(), p.to_string()))
+    };
+    let net = f.lab.net();
+    let (out, cut) = std::thread::scope(|s| {
+        let cutter = s.spawn(|| {
+            // The snapshot on its way: the learner's own metrics listener (not impaired).
+            let receiving = || {
+                f.etcd
+                    .metric_sum(3, "etcd_network_snapshot_receive_inflights_total")
+                    .is_ok_and(|v| v > 0.0)
+            };
+            let until = Instant::now() + Duration::from_secs(60);
+            while !receiving() {
+                if Instant::now() > until {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            std::thread::sleep(Duration::from_secs(2));
+            let at = added.elapsed();
+            for h in &members {
+                net.set_link(h, &m4, Impairment::blackout());
+            }
+            std::thread::sleep(Duration::from_secs(8));
+            for h in &members {
+                net.set_link(h, &m4, Impairment::none());
+                net.set(h, &m4, rate.clone());
+            }
+            Some(at)
+        });
+        let out = f
+            .joiner()
+            .block_on(|| async { promote(&spec, &sink).await })
+            .unwrap();
+        (out, cutter.join().unwrap())
+    });
+    let events = seen.into_inner().unwrap();
+    for (t, e) in events.iter().filter(|(_, e)| !e.contains("catching up")) {
+        eprintln!("{t:7.2}s  {e}");
+    }
+    let cut = cut.expect("the snapshot started within 60 s");
+    eprintln!(
+        "etcd {}: links cut at {:.1}s for 8 s; outcome after {:.1}s: {out:?}",
+        f.etcd.version(),
+        cut.as_secs_f64(),
+        added.elapsed().as_secs_f64()
+    );
+    let named: Vec<&(f64, String)> = events
+        .iter()
+        .filter(|(_, e)| e.contains("the leader's database snapshot to this learner failed"))
+        .collect();
+    assert!(
+        !named.is_empty(),
+        "the failed snapshot named while promote waits: {events:#?}"
+    );
+    assert!(
+        named[0].1.contains("failed once") && named[0].1.contains("5s under"),
+        "{named:#?}"
+    );
+    let out = out.expect("promote");
+    assert!(matches!(out, PromoteOutcome::Promoted { .. }), "{out:?}");
+}

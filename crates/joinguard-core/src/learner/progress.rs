@@ -209,6 +209,14 @@ pub enum Progress {
     /// etcd refused the promotion for now ("can only promote a learner member which is in sync
     /// with leader", or not enough started members): keep waiting.
     NotReadyYet { member: u64, message: String },
+    /// The leader counted failed database snapshots to this learner (its `/metrics`): `failed`
+    /// since the leader started, `failed_here` during this run, `sent` delivered.
+    SnapshotFailed {
+        member: u64,
+        failed: u64,
+        failed_here: u64,
+        sent: u64,
+    },
     /// A call's answer was lost (timeout, Unavailable, reset): re-reading `MemberList`.
     AnswerLost { op: String, error: String },
     /// A `MemberRemove` is being sent.
@@ -228,6 +236,16 @@ impl fmt::Display for Progress {
             Progress::NotReadyYet { member, message } => {
                 write!(f, "etcd will not promote {member:x} yet: {message}")
             }
+            Progress::SnapshotFailed {
+                member,
+                failed,
+                failed_here,
+                sent,
+            } => write!(
+                f,
+                "learner {member:x}: {}",
+                super::promote::snapshot_failures(*failed, *failed_here, *sent)
+            ),
             Progress::AnswerLost { op, error } => write!(
                 f,
                 "{op}: answer lost ({error}); re-reading the member list to see whether it was applied"

@@ -17,6 +17,9 @@ use super::progress::{Estimator, Progress, Sample};
 use super::{grpc_message, metrics, Conn, EtcdAccess, EtcdCallError, LearnerError};
 use crate::check::member::{find_mine, MemberRef, MemberState, NodeRef};
 use crate::probe::etcd::{MemberInfo, MemberStatus};
+use crate::probe::etcd_metrics::{self, SnapshotSends};
+use crate::probe::identity::ALPN_HTTP1;
+use crate::probe::tls::TlsClient;
 use crate::retry::{self, Backoff, Recorder};
 
 /// How often the catch-up is observed. With the checks' own round trips this keeps the
@@ -48,6 +51,15 @@ pub const NOT_A_LEARNER: &str = "can only promote a learner member";
 /// etcd's answer when the promotion would leave too few started voters
 /// (`ErrNotEnoughStartedMembers`).
 pub const NOT_ENOUGH_STARTED: &str = "not enough started members";
+
+/// How often the leader's `/metrics` is read while the learner is behind (a page is about
+/// 200 KB): often enough to name a failed snapshot within a few seconds of etcd counting it.
+pub const LEADER_METRICS_EVERY: Duration = Duration::from_secs(5);
+
+/// etcd's read timeout on a peer connection (`DefaultConnReadTimeout`,
+/// `server/etcdserver/api/rafthttp/peer.go`, the same in 3.4, 3.5 and 3.6): a snapshot whose next
+/// in-order byte waits longer than this in a queue on the path fails, and raft starts a new one.
+pub const PEER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// etcd's answer for an unknown member id (`ErrIDNotFound`, `membership/errors.go`).
 pub const MEMBER_NOT_FOUND: &str = "member not found";
@@ -93,6 +105,64 @@ struct State {
     blind_tries: u32,
     leader_endpoint: Option<String>,
     found_reported: bool,
+    snapshots: LeaderSnapshots,
+}
+
+/// The leader's snapshot sends to this learner, from its `/metrics` (client port, the same client
+/// identity), read every [`LEADER_METRICS_EVERY`] while the learner is behind. The learner's own
+/// figures cannot tell a snapshot that is slow from one that failed and started again: its index
+/// stays 0 either way (measured behind a 16 s kernel queue, docs/etcd-learner.md).
+struct LeaderSnapshots {
+    /// `None` when the TLS material does not make an HTTPS client (the etcd client still works).
+    tls: Option<TlsClient>,
+    last_read: Option<Instant>,
+    /// The leader's failure count at this run's first read, and its latest figures.
+    first_failed: Option<u64>,
+    latest: Option<SnapshotSends>,
+}
+
+impl LeaderSnapshots {
+    /// Failed sends counted since this run's first read.
+    fn failed_here(&self) -> u64 {
+        match (self.first_failed, self.latest) {
+            (Some(first), Some(l)) => l.failed.saturating_sub(first),
+            _ => 0,
+        }
+    }
+
+    /// What the "not yet" message adds: nothing until a send has failed.
+    fn note(&self) -> String {
+        let Some(l) = self.latest.filter(|l| l.failed > 0) else {
+            return String::new();
+        };
+        format!(
+            "; {}",
+            snapshot_failures(l.failed, self.failed_here(), l.sent)
+        )
+    }
+}
+
+/// The sentence for a leader whose snapshots to this learner failed: the figures, why a snapshot
+/// fails this way, and what to do.
+pub(crate) fn snapshot_failures(failed: u64, here: u64, sent: u64) -> String {
+    let times = |n: u64| {
+        if n == 1 {
+            "once".to_string()
+        } else {
+            format!("{n} times")
+        }
+    };
+    format!(
+        "the leader's database snapshot to this learner failed {} ({} during this run; {} \
+         delivered; etcd_network_snapshot_send_failures): each failure starts a new snapshot from \
+         byte 0. A path from the members to this node that holds a byte for more than {}s under \
+         the transfer (a deep queue on a router or a shaped link) never delivers one: shorten \
+         that queue or give the transfer its own rate",
+        times(failed),
+        here,
+        sent,
+        PEER_READ_TIMEOUT.as_secs()
+    )
 }
 
 enum NotYet {
@@ -140,6 +210,14 @@ pub async fn promote_recorded(
     let started = Instant::now();
     let deadline = started + spec.timeout;
     let conn = Conn::new(&spec.access, Some(spec.timeout), spec.per_attempt, deadline).await?;
+    // The same CA and identity the etcd client was just built from: this cannot fail where that
+    // succeeded, and without it only the leader's snapshot figures are missing.
+    let tls = TlsClient::new(
+        &spec.access.ca,
+        spec.access.identity.as_ref(),
+        &[ALPN_HTTP1],
+    )
+    .ok();
     let state = Arc::new(Mutex::new(State {
         conn,
         est: Estimator::default(),
@@ -148,6 +226,12 @@ pub async fn promote_recorded(
         blind_tries: 0,
         leader_endpoint: None,
         found_reported: false,
+        snapshots: LeaderSnapshots {
+            tls,
+            last_read: None,
+            first_failed: None,
+            latest: None,
+        },
     }));
     let backoff = Backoff {
         start: POLL,
@@ -291,6 +375,10 @@ async fn check(
         member: mine.id,
         catch_up: catch_up.clone(),
     });
+    if !catch_up.ready() {
+        read_leader_snapshots(st, mine.id, now, progress).await;
+    }
+    let note = st.snapshots.note();
     let blind = catch_up.learner_index.is_none();
     if !blind {
         st.blind_tries = 0;
@@ -307,13 +395,16 @@ async fn check(
                 "learner {:x}: neither its own Status nor its metrics listener gives its raft \
                  index, so its catch-up cannot be seen (no stream from the leader yet, or its \
                  client and metrics ports unreachable from here); MemberPromote tried blind {} \
-                 times, next within {}",
+                 times, next within {}{note}",
                 mine.id,
                 st.blind_tries,
                 humantime::format_duration(pause)
             )));
         }
-        return Err(NotYet::Behind(format!("learner {:x}: {catch_up}", mine.id)));
+        return Err(NotYet::Behind(format!(
+            "learner {:x}: {catch_up}{note}",
+            mine.id
+        )));
     }
     if blind {
         st.blind_tries = st.blind_tries.saturating_add(1);
@@ -343,7 +434,10 @@ async fn check(
                 member: mine.id,
                 message: msg.clone(),
             });
-            Err(NotYet::Behind(format!("learner {:x}: {msg}", mine.id)))
+            Err(NotYet::Behind(format!(
+                "learner {:x}: {msg}{note}",
+                mine.id
+            )))
         }
         Ok(Sent::Gone) => Ok(Ok(PromoteOutcome::Refused(format!(
             "this node's learner {:x} left the cluster while it was being promoted (removed by \
@@ -351,6 +445,44 @@ async fn check(
             mine.id
         )))),
         Err(e) => Ok(Err(e)),
+    }
+}
+
+/// Reads the leader's snapshot sends to `learner` when [`LEADER_METRICS_EVERY`] has passed since
+/// the last read, and reports a failure the leader counted since then. A page that does not
+/// answer leaves the figures as they were: they explain a wait, they never end one.
+async fn read_leader_snapshots(
+    st: &mut State,
+    learner: u64,
+    now: Instant,
+    progress: &(dyn Fn(&Progress) + Sync),
+) {
+    let due = st
+        .snapshots
+        .last_read
+        .is_none_or(|t| now.saturating_duration_since(t) >= LEADER_METRICS_EVERY);
+    let (Some(tls), Some(url), true) = (&st.snapshots.tls, &st.leader_endpoint, due) else {
+        return;
+    };
+    st.snapshots.last_read = Some(now);
+    let Ok(target) = crate::target::Target::parse_url(crate::target::TargetKind::EtcdClient, url)
+    else {
+        return;
+    };
+    let Ok(page) = etcd_metrics::fetch(&target, tls, st.conn.policy.per_attempt).await else {
+        return;
+    };
+    let sends = page.snapshots_to(learner);
+    let before = st.snapshots.latest.map(|l| l.failed);
+    st.snapshots.first_failed.get_or_insert(sends.failed);
+    st.snapshots.latest = Some(sends);
+    if sends.failed > 0 && before != Some(sends.failed) {
+        progress(&Progress::SnapshotFailed {
+            member: learner,
+            failed: sends.failed,
+            failed_here: st.snapshots.failed_here(),
+            sent: sends.sent,
+        });
     }
 }
 

@@ -26,6 +26,20 @@ pub struct EtcdMetrics {
     pub disconnects: Vec<(u64, u64, u64)>,
     /// `etcd_server_quota_backend_bytes`.
     pub quota_bytes: Option<u64>,
+    /// Database snapshots this member sent, per receiving member (`To`, hex): a leader sends one
+    /// to a learner that is too far behind for its log (`rafthttp/snapshot_sender.go` `send`).
+    pub snapshot_sends: Vec<(u64, SnapshotSends)>,
+}
+
+/// One member's snapshot sends to one peer: `etcd_network_snapshot_send_success`,
+/// `etcd_network_snapshot_send_failures` (counters since the member started) and
+/// `etcd_network_snapshot_send_inflights_total` (a gauge), the same names in etcd 3.4, 3.5 and
+/// 3.6 (`rafthttp/metrics.go`). A failed send is retried by raft from byte 0 with a new snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotSends {
+    pub sent: u64,
+    pub failed: u64,
+    pub in_flight: u64,
 }
 
 impl EtcdMetrics {
@@ -42,6 +56,28 @@ impl EtcdMetrics {
                 if let Some((l, r, v)) = peer_sample(rest) {
                     m.disconnects.push((l, r, v as u64));
                 }
+            } else if let Some(rest) = line.strip_prefix("etcd_network_snapshot_send_") {
+                let (field, rest) = if let Some(r) = rest.strip_prefix("success{") {
+                    (0, r)
+                } else if let Some(r) = rest.strip_prefix("failures{") {
+                    (1, r)
+                } else if let Some(r) = rest.strip_prefix("inflights_total{") {
+                    (2, r)
+                } else {
+                    continue;
+                };
+                let Some((to, v)) = to_sample(rest) else {
+                    continue;
+                };
+                let at = match m.snapshot_sends.iter().position(|(t, _)| *t == to) {
+                    Some(at) => at,
+                    None => {
+                        m.snapshot_sends.push((to, SnapshotSends::default()));
+                        m.snapshot_sends.len() - 1
+                    }
+                };
+                let s = &mut m.snapshot_sends[at].1;
+                *[&mut s.sent, &mut s.failed, &mut s.in_flight][field] = v;
             } else if let Some(v) = line.strip_prefix("etcd_server_quota_backend_bytes ") {
                 m.quota_bytes = v
                     .trim()
@@ -62,6 +98,26 @@ impl EtcdMetrics {
             .find(|(l, r, _)| *l == local && *r == remote)
             .map(|(_, _, a)| *a)
     }
+
+    /// This member's snapshot sends to `to`; all zero when the page has none (no snapshot was
+    /// ever sent to it: etcd exposes a label only once it is counted).
+    pub fn snapshots_to(&self, to: u64) -> SnapshotSends {
+        self.snapshot_sends
+            .iter()
+            .find(|(t, _)| *t == to)
+            .map(|(_, s)| *s)
+            .unwrap_or_default()
+    }
+}
+
+/// `To="…"} value` → (to, value), the value a non-negative count.
+fn to_sample(rest: &str) -> Option<(u64, u64)> {
+    let (labels, value) = rest.split_once('}')?;
+    let at = labels.find("To=\"")? + 4;
+    let end = labels[at..].find('"')? + at;
+    let to = u64::from_str_radix(&labels[at..end], 16).ok()?;
+    let v = value.split_whitespace().next()?.parse::<f64>().ok()?;
+    (v.is_finite() && v >= 0.0).then_some((to, v as u64))
 }
 
 /// `Local="…",Remote="…"} value` → (local, remote, value).
@@ -112,6 +168,12 @@ etcd_network_peer_sent_bytes_total{To=\"11f7ab40f9341953\"} 12345
 # TYPE etcd_server_quota_backend_bytes gauge
 etcd_server_quota_backend_bytes 2.147483648e+09
 etcd_network_active_peers{Local=\"zz\",Remote=\"1\"} 1
+# TYPE etcd_network_snapshot_send_failures counter
+etcd_network_snapshot_send_failures{To=\"4cddb0d0dc2df765\"} 3
+etcd_network_snapshot_send_inflights_total{To=\"4cddb0d0dc2df765\"} 1
+etcd_network_snapshot_send_success{To=\"11f7ab40f9341953\"} 2
+etcd_network_snapshot_send_total_duration_seconds_count{To=\"11f7ab40f9341953\"} 2
+etcd_network_snapshot_send_failures{To=\"nothex\"} 9
 ";
 
     #[test]
@@ -124,5 +186,14 @@ etcd_network_active_peers{Local=\"zz\",Remote=\"1\"} 1
         assert_eq!(m.peers.len(), 2, "the malformed id is skipped");
         assert_eq!(m.disconnects, vec![(me, down, 1)]);
         assert_eq!(m.quota_bytes, Some(2_147_483_648));
+        let to_down = m.snapshots_to(down);
+        assert_eq!((to_down.sent, to_down.failed, to_down.in_flight), (0, 3, 1));
+        assert_eq!(m.snapshots_to(up).sent, 2);
+        assert_eq!(m.snapshots_to(me), SnapshotSends::default());
+        assert_eq!(
+            m.snapshot_sends.len(),
+            2,
+            "the histogram and the bad id are skipped"
+        );
     }
 }
