@@ -19,10 +19,17 @@ pub enum DurationError {
     },
     #[error("`{text}` is longer than 24h, the longest duration joinguard takes")]
     TooLong { text: String },
+    #[error("`{text}`: a duration cannot be negative; give e.g. 30s")]
+    Negative { text: String },
 }
 
 /// Durations like kubeadm's: `100ms`, `1s`, `5m`, `1m30s`; at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    if s.trim_start().starts_with('-') {
+        return Err(DurationError::Negative {
+            text: s.to_string(),
+        });
+    }
     let d = humantime::parse_duration(s).map_err(|source| DurationError::Unreadable {
         text: s.to_string(),
         source,
@@ -89,5 +96,17 @@ mod tests {
             parse_duration("soon"),
             Err(DurationError::Unreadable { .. })
         ));
+    }
+
+    #[test]
+    fn negative_durations_are_refused_as_negative() {
+        for negative in ["-1s", "-0s", " -5m"] {
+            let e = parse_duration(negative).unwrap_err();
+            assert!(
+                matches!(e, DurationError::Negative { .. }),
+                "{negative}: {e}"
+            );
+            assert!(e.to_string().contains("cannot be negative"), "{e}");
+        }
     }
 }

@@ -130,9 +130,12 @@ fn parse_proxy(variable: &str, value: &str) -> Result<ProxyUrl, ProxyEnvError> {
         format!("http://{value}")
     };
     let url = url::Url::parse(&with_scheme).map_err(|e| {
-        err(format!(
-            "not a proxy URL ({e}); expected e.g. http://proxy:3128"
-        ))
+        err(match crate::target::bracketed_ipv6(value) {
+            Some(suggest) => {
+                format!("an IPv6 address in a URL needs brackets; write {suggest}")
+            }
+            None => format!("not a proxy URL ({e}); expected e.g. http://proxy:3128"),
+        })
     })?;
     let scheme = url.scheme().to_string();
     if !matches!(scheme.as_str(), "http" | "https" | "socks5" | "socks5h") {

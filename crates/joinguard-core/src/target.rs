@@ -290,9 +290,47 @@ fn ipv6_authority(kind: TargetKind, url: &str, bare: bool) -> Result<Option<Stri
     Ok(None)
 }
 
+/// The bracketed form of a URL (or a bare `host:port`) whose host is an unbracketed IPv6
+/// address, for the message of a parser that refused it (the `url` crate says "empty host" or
+/// "invalid port"): `https://::1:6443` -> `https://[::1]:6443`, `::1:3128` -> `[::1]:3128`.
+/// The last group is read as the port when it is a decimal port and the rest an address, as
+/// kubeadm's unbracketed flags meant it. `None` when the host is not an unbracketed address.
+pub fn bracketed_ipv6(value: &str) -> Option<String> {
+    let (scheme, rest) = match value.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), value),
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    if authority.contains(['[', '@']) || authority.matches(':').count() < 2 {
+        return None;
+    }
+    let host_port = match authority.rsplit_once(':') {
+        Some((a, p)) if p.parse::<u16>().is_ok() && a.parse::<std::net::Ipv6Addr>().is_ok() => {
+            format!("[{a}]:{p}")
+        }
+        _ => format!("[{}]", authority.parse::<std::net::Ipv6Addr>().ok()?),
+    };
+    Some(format!("{scheme}{host_port}{tail}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unbracketed_ipv6_hosts_get_their_bracketed_form() {
+        for (given, want) in [
+            ("https://::1:6443", Some("https://[::1]:6443")),
+            ("::1:3128", Some("[::1]:3128")),
+            ("http://fd00::2:3128/", Some("http://[fd00::2]:3128/")),
+            ("https://fd00::2", Some("https://[fd00::2]")),
+            ("https://[::1]:6443", None),
+            ("https://10.0.0.1:6443", None),
+            ("https://user:pw@::1:6443", None),
+        ] {
+            assert_eq!(bracketed_ipv6(given).as_deref(), want, "{given}");
+        }
+    }
 
     #[test]
     fn parses_urls_and_defaults_ports() {

@@ -947,6 +947,54 @@ pub fn kubeadm_argv<I: IntoIterator<Item = std::ffi::OsString>>(
     out
 }
 
+/// Joins a duration flag and a value that starts with a minus (`--timeout -1s`) into one
+/// argument (`--timeout=-1s`), so that the value parser refuses it as negative instead of clap
+/// reading `-1s` as an unknown flag and suggesting `-- -1s`. A flag name after a duration flag
+/// (`--wait --dns`) is left alone: clap then says the value is missing.
+fn negative_durations(
+    cmd: &clap::Command,
+    argv: Vec<std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    fn duration_flags(cmd: &clap::Command, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            let takes_duration = a
+                .get_value_names()
+                .is_some_and(|v| v.iter().any(|n| n.as_str() == "DURATION"));
+            if let (true, Some(long)) = (takes_duration, a.get_long()) {
+                out.push(format!("--{long}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            duration_flags(sub, out);
+        }
+    }
+    let mut flags = Vec::new();
+    duration_flags(cmd, &mut flags);
+    let negative = |s: &str| {
+        s.strip_prefix('-')
+            .and_then(|r| r.chars().next())
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut it = argv.into_iter().peekable();
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(it);
+            break;
+        }
+        let is_duration_flag = arg.to_str().is_some_and(|s| flags.iter().any(|f| f == s));
+        match it.peek().and_then(|n| n.to_str()) {
+            Some(value) if is_duration_flag && negative(value) => {
+                out.push(format!("{}={value}", arg.to_string_lossy()).into());
+                it.next();
+            }
+            _ => out.push(arg),
+        }
+    }
+    out
+}
+
 /// The long names of the arguments of `sub` given on the command line.
 pub fn given_flags(sub: &clap::Command, m: &clap::ArgMatches) -> Vec<String> {
     sub.get_arguments()
@@ -962,7 +1010,8 @@ pub fn given_flags(sub: &clap::Command, m: &clap::ArgMatches) -> Vec<String> {
 pub fn parse_from<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
     let cmd = Cli::command();
-    let matches = cmd.clone().try_get_matches_from(kubeadm_argv(args))?;
+    let argv = negative_durations(&cmd, kubeadm_argv(args));
+    let matches = cmd.clone().try_get_matches_from(argv)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     if let Some((name, sub_m)) = matches.subcommand() {
         if let Some(sub) = cmd.find_subcommand(name) {

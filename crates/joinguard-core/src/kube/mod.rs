@@ -71,6 +71,10 @@ pub enum ClientError {
 pub enum UrlError {
     #[error("{0}")]
     Parse(#[from] url::ParseError),
+    /// An IPv6 address without brackets (`https://::1:6443`), which the URL parser reads as an
+    /// empty host.
+    #[error("an IPv6 address in a URL needs brackets; write {suggest}")]
+    Unbracketed { suggest: String },
     #[error("not an https:// URL")]
     NotHttps,
     #[error("no host")]
@@ -154,7 +158,10 @@ impl ApiClient {
         tls: TlsClient,
         token: Option<&str>,
     ) -> Result<ApiClient, UrlError> {
-        let url = Url::parse(server)?;
+        let url = Url::parse(server).map_err(|e| match crate::target::bracketed_ipv6(server) {
+            Some(suggest) => UrlError::Unbracketed { suggest },
+            None => UrlError::Parse(e),
+        })?;
         if url.scheme() != "https" {
             return Err(UrlError::NotHttps);
         }
