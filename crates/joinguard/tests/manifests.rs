@@ -1,13 +1,14 @@
 //! The deploy/ manifests as a cluster would take them (no lab needed).
 //!
-//! Owns: turning `deploy/*.yaml` into objects with the real `kubectl create --dry-run=client -o
-//! json`, validating them offline against the Kubernetes 1.32 schemas (`kubernetes-validate
+//! Owns: rendering each kustomize overlay of deploy/ (`kubectl kustomize deploy/overlays/NAME`)
+//! and turning the result into objects with the real `kubectl create --dry-run=client -o json`,
+//! validating them offline against the Kubernetes 1.32 schemas (`kubernetes-validate
 //! --strict`), evaluating the Pod Security Standards on their pod templates, and checking the
 //! least-privilege rules of docs/hardening.md ("Manifest review"). Must not start a cluster or a
 //! monitor, or reach the network beyond its own loopback discovery stand-in.
 //!
-//! `JOINGUARD_MANIFESTS_DIR=DIR` runs the same checks on other copies of the two files (that is
-//! how docs/hardening.md shows what this test says about main's manifests).
+//! `JOINGUARD_MANIFESTS_DIR=DIR` runs the same checks on another copy of deploy/ (DIR holds
+//! `overlays/control-plane` and `overlays/fleet`).
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -18,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const FILES: [&str; 2] = ["monitor-daemonset.yaml", "monitor-management.yaml"];
+/// The kustomize overlays under deploy/overlays: the DaemonSet on control-plane nodes and the
+/// fleet StatefulSet.
+const OVERLAYS: [&str; 2] = ["control-plane", "fleet"];
 
 fn deploy_dir() -> PathBuf {
     match std::env::var_os("JOINGUARD_MANIFESTS_DIR") {
@@ -62,7 +65,10 @@ fn discovery_stand_in() -> (SocketAddr, std::thread::JoinHandle<()>) {
     );
     let monitoring = list(
         "monitoring.coreos.com/v1",
-        vec![res("servicemonitors", "ServiceMonitor", true)],
+        vec![
+            res("servicemonitors", "ServiceMonitor", true),
+            res("prometheusrules", "PrometheusRule", true),
+        ],
     );
     let api = json!({"kind": "APIVersions", "versions": ["v1"],
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": addr.to_string()}]});
@@ -113,27 +119,47 @@ fn discovery_stand_in() -> (SocketAddr, std::thread::JoinHandle<()>) {
     (addr, h)
 }
 
-/// The objects of `file` as kubectl reads them (`create --dry-run=client -o json`).
-fn kubectl_objects(addr: SocketAddr, file: &str) -> Vec<Value> {
-    let path = deploy_dir().join(file);
+/// What `kubectl kustomize deploy/overlays/<overlay>` renders (multi-document YAML).
+fn kustomize(overlay: &str) -> Vec<u8> {
+    let dir = deploy_dir().join("overlays").join(overlay);
     let out = Command::new("kubectl")
-        .args([
-            "create",
-            "--dry-run=client",
-            "--validate=false",
-            "-o",
-            "json",
-            "-s",
-        ])
-        .arg(format!("http://{addr}"))
-        .arg("-f")
-        .arg(&path)
+        .arg("kustomize")
+        .arg(&dir)
         .output()
         .expect("kubectl (scripts/setup installs it)");
     assert!(
         out.status.success(),
-        "kubectl create --dry-run=client -f {}: {}",
-        path.display(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `kubectl create --dry-run=client` of `yaml` (read from stdin), with `extra` arguments.
+fn kubectl_create(addr: SocketAddr, yaml: &[u8], extra: &[&str]) -> std::process::Output {
+    let mut child = Command::new("kubectl")
+        .args(["create", "--dry-run=client", "--validate=false"])
+        .args(extra)
+        .arg("-s")
+        .arg(format!("http://{addr}"))
+        .args(["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl (scripts/setup installs it)");
+    child.stdin.take().unwrap().write_all(yaml).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The objects of an overlay as kubectl reads them (`kubectl kustomize`, then `create
+/// --dry-run=client -o json`).
+fn kubectl_objects(addr: SocketAddr, overlay: &str) -> Vec<Value> {
+    let out = kubectl_create(addr, &kustomize(overlay), &["-o", "json"]);
+    assert!(
+        out.status.success(),
+        "kubectl kustomize deploy/overlays/{overlay} | kubectl create --dry-run=client -f -: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     // One JSON object per document, one after the other (a `List` only for `kubectl get`).
@@ -653,7 +679,7 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
         Some(sa) if sa["automountServiceAccountToken"].as_bool() == Some(false) => {}
         Some(_) => p.push("ServiceAccount automountServiceAccountToken is not false".into()),
         None => p.push(format!(
-            "serviceAccountName {sa_name:?}: no such ServiceAccount in the file (the default one would be used)"
+            "serviceAccountName {sa_name:?}: no such ServiceAccount in the overlay (the default one would be used)"
         )),
     }
 
@@ -808,18 +834,14 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
 fn deploy_manifests_are_least_privilege_and_pass_pod_security() {
     let (addr, _h) = discovery_stand_in();
     let mut problems = Vec::new();
-    for file in FILES {
-        let objs = kubectl_objects(addr, file);
+    for overlay in OVERLAYS {
+        let file = format!("overlays/{overlay}");
+        let file = file.as_str();
+        let objs = kubectl_objects(addr, overlay);
         // kubectl's own summary of the same dry run, for the log (docs/hardening.md quotes it).
-        let out = Command::new("kubectl")
-            .args(["create", "--dry-run=client", "--validate=false", "-s"])
-            .arg(format!("http://{addr}"))
-            .arg("-f")
-            .arg(deploy_dir().join(file))
-            .output()
-            .expect("kubectl");
+        let out = kubectl_create(addr, &kustomize(overlay), &[]);
         eprint!(
-            "$ kubectl create --dry-run=client -f deploy/{file}\n{}",
+            "$ kubectl kustomize deploy/{file} | kubectl create --dry-run=client -f -\n{}",
             String::from_utf8_lossy(&out.stdout)
         );
         let template = objs
@@ -846,15 +868,17 @@ fn deploy_manifests_are_least_privilege_and_pass_pod_security() {
 }
 
 /// Schema: every field of every built-in object is known to Kubernetes 1.32 (strict, so a
-/// misspelled field fails). The ServiceMonitor is left out: a CRD kind has no built-in schema.
+/// misspelled field fails). The ServiceMonitor and the PrometheusRule are left out: a CRD kind has
+/// no built-in schema.
 #[test]
 fn deploy_manifests_pass_the_kubernetes_1_32_schemas() {
     let (addr, _h) = discovery_stand_in();
-    for file in FILES {
-        let objs = kubectl_objects(addr, file);
+    for overlay in OVERLAYS {
+        let file = format!("overlays/{overlay}");
+        let objs = kubectl_objects(addr, overlay);
         let builtin: Vec<&Value> = objs
             .iter()
-            .filter(|o| kind(o) != "ServiceMonitor")
+            .filter(|o| !matches!(kind(o), "ServiceMonitor" | "PrometheusRule"))
             .collect();
         assert!(!builtin.is_empty(), "{file}: no built-in kinds");
         let tmp = tempfile::NamedTempFile::new().unwrap();
