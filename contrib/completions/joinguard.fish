@@ -24,7 +24,7 @@ function __fish_joinguard_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c joinguard -n "__fish_joinguard_needs_command" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_needs_command" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_needs_command" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_needs_command" -s V -l version -d 'Print version'
@@ -58,13 +58,13 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-c
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-cert -d 'Client certificate for etcd, signed by the etcd CA (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt)' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-key -d 'Private key of --etcd-cert' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-heartbeat-interval -d 'The cluster\'s etcd --heartbeat-interval. Latency thresholds scale with it' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-election-timeout -d 'The cluster\'s etcd --election-timeout. Peer RTT warns above a tenth of it and fails above a quarter (docs/thresholds.md)' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l etcd-election-timeout -d 'The cluster\'s etcd --election-timeout. Peer RTT warns above a tenth of it and fails above a quarter' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l ignore-preflight-errors -d 'Checks whose errors become warnings, comma-separated, or `all` (e.g. EtcdPeerLatency,PacketLoss). kubeadm\'s own check names (NumCPU, Mem, Port-6443, ...) are accepted and noted, so the kubeadm join line works unchanged; with --config the file\'s nodeRegistration.ignorePreflightErrors is merged in, as kubeadm merges them' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l wait -d 'Instead of failing at once, re-check with backoff until fit or until this long has passed (e.g. 5m): covers a load balancer that is reloading' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l timeout -d 'Deadline for one whole check run. The run ends by then, with a verdict' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l node-name -d 'Name of this node, used in the write probe\'s key (default: the hostname)' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
-json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -s o -l output -d 'Report format: text, kubeadm-style `[preflight]` lines (notes, a table of measurements, then warnings and errors by check name, as kubeadm prints them); json, one object with `schemaVersion`, every check and every measurement' -r -f -a "text\t'Lines for people (the flag\'s description says what they hold)'
+json\t'One JSON object with `schemaVersion`, for programs'"
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l cri-socket -d 'kubeadm: the CRI socket. joinguard does not talk to the container runtime' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l skip-phases -d 'kubeadm: phases to skip. joinguard has no phases' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l patches -d 'kubeadm: a directory of patches for static Pod manifests. joinguard writes none' -r
@@ -82,7 +82,7 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l logtos
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l one-output -d 'klog (kubeadm 1.28-1.30)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l skip-log-headers -d 'klog (kubeadm 1.28-1.30)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l stderrthreshold -d 'klog (kubeadm 1.28-1.30)' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l write-probe -d 'Also write to etcd: a lease (TTL <= 10 s), one key under /joinguard/preflight/ bound to it, a read, and a revoke. Nothing outlives the lease, even after kill -9'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l bandwidth -d 'Measure member-to-joiner throughput for longer. With an etcd identity, preflight reads the first 8 MiB of a snapshot from the leader, for at most 5 s, to predict the learner\'s catch-up (EtcdSnapshotTransfer); this allows 20 s (and fails without an identity)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand preflight" -l no-bandwidth -d 'Skip the bandwidth probe (the bounded snapshot read behind EtcdSnapshotTransfer)'
@@ -97,9 +97,9 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l no
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l apiserver-advertise-address -d 'The address this node\'s API server advertises (needed for ClusterStatus clusters)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l apiserver-bind-port -d 'The port this node\'s API server binds (default 6443)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l timeout -d 'Deadline for the whole command; each call\'s own budget also applies' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
-json\t'One JSON object with `schemaVersion`'"
-complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s o -l output -d 'Report format: text, `[update-status]` lines (the API server and node, each status write with what it changed and its attempts, then the result); json, one object with `schemaVersion` and every write' -r -f -a "text\t'Lines for people (the flag\'s description says what they hold)'
+json\t'One JSON object with `schemaVersion`, for programs'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand update-status" -s V -l version -d 'Print version'
@@ -113,20 +113,20 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l interval -
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l probe-timeout -d 'How long one probe waits for its answer before it counts as lost' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l timeout -d 'Deadline for the whole trace; it then ends with the hops it saw' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s s -l size -d 'Size of each probe in bytes, IP header included (mtr\'s -s), sent with DF set. A router that answers "fragmentation needed" puts its MTU in the MTU column, and later probes shrink to it; where larger packets vanish silently, the hops past that point go dark. At most the MTU of the interface toward TARGET' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s o -l output -d 'Report format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
-json\t'One JSON object with `schemaVersion`'"
-complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s o -l output -d 'Report format: text, the per-hop table (like `mtr --report`) and `[trace]` lines that say whether the target was reached and at which hop latency or loss first appears; json, one object with `schemaVersion` and every hop' -r -f -a "text\t'Lines for people (the flag\'s description says what they hold)'
+json\t'One JSON object with `schemaVersion`, for programs'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -l dns -d 'Look up hop names by reverse DNS (off by default: lookups can be slow and leak the trace)'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand trace" -s V -l version -d 'Print version'
-complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l config -d 'The monitor\'s configuration (YAML; see docs/monitor.md for every field)' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l config -d 'The monitor\'s configuration (YAML; the examples below show its sections)' -r -F
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l listen -d 'Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default 127.0.0.1:9810: give the node\'s address, as the DaemonSet does, for a scraper elsewhere). A bare IP (IPv4 or IPv6, as the downward API\'s status.hostIP gives it) takes port 9810: `$(HOST_IP):9810` is ambiguous for an IPv6 address' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand monitor" -s V -l version -d 'Print version'
-complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and not __fish_seen_subcommand_from promote cleanup help" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and not __fish_seen_subcommand_from promote cleanup help" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and not __fish_seen_subcommand_from promote cleanup help" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and not __fish_seen_subcommand_from promote cleanup help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and not __fish_seen_subcommand_from promote cleanup help" -s V -l version -d 'Print version'
@@ -148,10 +148,10 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_see
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -l node-name -d 'This node\'s name: its etcd member has this name (kubeadm: nodeRegistration.name)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -l apiserver-advertise-address -d 'This node\'s address: its etcd member\'s peer URL is https://ADDRESS:2380 (kubeadm: --apiserver-advertise-address, controlPlane.localAPIEndpoint.advertiseAddress)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -l timeout -d 'The whole run\'s budget [default: timeouts.etcdAPICall of --config, else 2m, kubeadm\'s default]' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -s o -l output -d 'Output format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
-json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -s o -l output -d 'Output format: text, one `[etcd promote]` or `[etcd cleanup]` line with the result (progress goes to stderr); json, one object with `schemaVersion`, the result, the member and every etcd call' -r -f -a "text\t'Lines for people (the flag\'s description says what they hold)'
+json\t'One JSON object with `schemaVersion`, for programs'"
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -l learner-metrics-url -d 'The learner\'s own metrics listener, for catch-up progress (kubeadm runs etcd with --listen-metrics-urls=http://127.0.0.1:2381). Unreachable: progress is estimated from the leader alone and etcd decides when the promotion is accepted' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from promote" -s V -l version -d 'Print version'
@@ -170,10 +170,10 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_see
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l node-name -d 'This node\'s name: its etcd member has this name (kubeadm: nodeRegistration.name)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l apiserver-advertise-address -d 'This node\'s address: its etcd member\'s peer URL is https://ADDRESS:2380 (kubeadm: --apiserver-advertise-address, controlPlane.localAPIEndpoint.advertiseAddress)' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l timeout -d 'The whole run\'s budget [default: timeouts.etcdAPICall of --config, else 2m, kubeadm\'s default]' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -s o -l output -d 'Output format' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
-json\t'One JSON object with `schemaVersion`'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -s o -l output -d 'Output format: text, one `[etcd promote]` or `[etcd cleanup]` line with the result (progress goes to stderr); json, one object with `schemaVersion`, the result, the member and every etcd call' -r -f -a "text\t'Lines for people (the flag\'s description says what they hold)'
+json\t'One JSON object with `schemaVersion`, for programs'"
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l member-id -d 'Remove this member (hex, as `etcdctl member list` prints it) even if it is not this node\'s: allowed only for a learner or an unstarted member' -r
-complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -l dry-run -d 'Say what would be removed; change nothing'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from cleanup" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -181,18 +181,18 @@ complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_see
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from help" -f -a "promote" -d 'Promote this node\'s etcd learner once etcd will accept it (the learner has caught up with the leader). A promotion whose answer is lost is confirmed by re-reading the member list, never retried blindly. Already a voter: exit 0, nothing to do'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from help" -f -a "cleanup" -d 'Remove this node\'s etcd learner or unstarted member, so that the join can start over. Never removes a started voter, another node\'s member unless --member-id names it, or a member whose removal would lose quorum'
 complete -c joinguard -n "__fish_joinguard_using_subcommand etcd; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s o -l output -d 'Output format: one line, or JSON with `schemaVersion` (like `kubectl version -o json`)' -r -f -a "text\t'kubeadm-style `[preflight]` lines and a table of measurements'
-json\t'One JSON object with `schemaVersion`'"
-complete -c joinguard -n "__fish_joinguard_using_subcommand version" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s o -l output -d 'Output format: one line, or JSON with `schemaVersion` (like `kubectl version -o json`)' -r -f -a "text\t'Lines for people (the flag\'s description says what they hold)'
+json\t'One JSON object with `schemaVersion`, for programs'"
+complete -c joinguard -n "__fish_joinguard_using_subcommand version" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand version" -s V -l version -d 'Print version'
-complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand completion" -s V -l version -d 'Print version'
-complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l out-dir -d 'Write every page (joinguard.1, joinguard-preflight.1, ...) into this directory instead' -r -F
-complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l v -d 'kubeadm\'s (klog\'s) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins' -r
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l out-dir -d 'Write every page (joinguard.1, joinguard-preflight.1, joinguard-etcd-promote.1, ...) into this directory instead' -r -F
+complete -c joinguard -n "__fish_joinguard_using_subcommand man" -l v -d 'Number for the log level verbosity, as kubeadm\'s (klog\'s) --v' -r
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s v -l verbose -d 'Log verbosity on stderr: -v info, -vv debug, -vvv trace. stdout carries only the report'
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c joinguard -n "__fish_joinguard_using_subcommand man" -s V -l version -d 'Print version'

@@ -131,6 +131,19 @@ impl Spelling {
     pub fn name(self, input: Input) -> Named {
         Named::new(input, self.spell(input))
     }
+
+    /// The explicit etcd inputs, as the user would give them: `--etcd-endpoints with
+    /// --etcd-cacert, --etcd-cert and --etcd-key` on the command line.
+    pub(crate) fn explicit_etcd(self) -> String {
+        let f = |i| self.spell(i);
+        format!(
+            "{} with {}, {} and {}",
+            f(Input::EtcdEndpoints),
+            f(Input::EtcdCacert),
+            f(Input::EtcdCert),
+            f(Input::EtcdKey)
+        )
+    }
 }
 
 impl fmt::Debug for Spelling {

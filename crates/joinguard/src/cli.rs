@@ -15,6 +15,19 @@ use joinguard_core::spec;
 
 pub use joinguard_core::duration::parse_duration;
 
+/// "`path` in joinguard's documentation (the repository URL)": where help sends a reader who
+/// has only the binary for a guide it does not carry.
+macro_rules! guide {
+    ($path:literal) => {
+        concat!(
+            $path,
+            " in joinguard's documentation (",
+            env!("CARGO_PKG_REPOSITORY"),
+            ")"
+        )
+    };
+}
+
 /// Declares a command's clap struct and its one mapping onto the core's spec (the first of the
 /// two stages: flags -> `joinguard_core::spec` -> the command's validated input). Every field is
 /// the spec's field of the same name (`.into()` bridges the binary's `ValueEnum`s), so a new
@@ -90,8 +103,10 @@ pub struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
-    /// kubeadm's (klog's) log level, as in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet,
-    /// 1-3 as -v, 4-5 as -vv, 6 and more as -vvv. The higher of the two wins.
+    /// Number for the log level verbosity, as kubeadm's (klog's) --v.
+    ///
+    /// As in `kubeadm join --v=5` (also `-v=5`, `-v 5`): 0 quiet, 1-3 as -v, 4-5 as -vv, 6 and
+    /// more as -vvv. The higher of -v and --v wins.
     #[arg(
         long = "v",
         value_name = "LEVEL",
@@ -151,11 +166,13 @@ pub struct CompletionArgs {
 /// `joinguard man [COMMAND]`.
 #[derive(Args, Debug)]
 pub struct ManArgs {
-    /// The command whose page to print (default: the top-level page, joinguard(1)).
-    #[arg(value_name = "COMMAND")]
-    pub command: Option<String>,
+    /// The command whose page to print: `preflight`, `etcd promote`, ... (default: the
+    /// top-level page, joinguard(1)).
+    #[arg(value_name = "COMMAND", num_args = 0..=2)]
+    pub command: Vec<String>,
 
-    /// Write every page (joinguard.1, joinguard-preflight.1, ...) into this directory instead.
+    /// Write every page (joinguard.1, joinguard-preflight.1, joinguard-etcd-promote.1, ...) into
+    /// this directory instead.
     #[arg(long, value_name = "DIR", conflicts_with = "command")]
     pub out_dir: Option<PathBuf>,
 }
@@ -176,6 +193,7 @@ const MAN_EXAMPLES: &str = "\
 Examples:
   joinguard man | man -l -
   joinguard man preflight | man -l -
+  joinguard man etcd promote | man -l -
   joinguard man --out-dir /usr/local/share/man/man1";
 
 /// `joinguard monitor`.
@@ -188,8 +206,10 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_long_help = MONITOR_EXAMPLES)]
 pub struct MonitorArgs {
-    /// The monitor's configuration (YAML; see docs/monitor.md for every field).
-    #[arg(long, value_name = "monitor.yaml")]
+    /// The monitor's configuration (YAML; the examples below show its sections).
+    #[arg(long, value_name = "monitor.yaml",
+          long_help = concat!("The monitor's configuration (YAML; the examples below show its \
+              sections, and ", guide!("docs/monitor.md"), " describes every field)."))]
     pub config: PathBuf,
 
     /// Address to serve /metrics, /healthz and /readyz on (overrides `listen:`; default
@@ -313,7 +333,9 @@ pub struct EtcdMemberArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
-    /// Output format.
+    /// Output format: text, one `[etcd promote]` or `[etcd cleanup]` line with the result
+    /// (progress goes to stderr); json, one object with `schemaVersion`, the result, the member
+    /// and every etcd call.
     #[arg(short, long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
 }
@@ -383,7 +405,8 @@ Examples:
 Exit codes: 0 removed or nothing to remove, 1 refused (the message says why),
 2 invalid input, 3 trust failure.";
 
-const MONITOR_EXAMPLES: &str = "\
+const MONITOR_EXAMPLES: &str = concat!(
+    "\
 Examples:
   # On a control-plane node (the DaemonSet in deploy/ does this), monitor.yaml:
   #   interval: 10s
@@ -406,14 +429,17 @@ Examples:
   curl -s localhost:9810/readyz
 
 Exit codes: 0 stopped by SIGTERM/SIGINT, 2 invalid configuration (the message names the field),
-3 trust failure during discovery. See docs/monitor.md.";
+3 trust failure during discovery. Every field of monitor.yaml: ",
+    guide!("docs/monitor.md"),
+    "."
+);
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Output {
-    /// kubeadm-style `[preflight]` lines and a table of measurements.
+    /// Lines for people (the flag's description says what they hold).
     Text,
-    /// One JSON object with `schemaVersion`.
+    /// One JSON object with `schemaVersion`, for programs.
     Json,
 }
 
@@ -559,7 +585,7 @@ command_args! {
 
         #[if_given]
         /// The cluster's etcd --election-timeout. Peer RTT warns above a tenth of it and fails above
-        /// a quarter (docs/thresholds.md).
+        /// a quarter.
         #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
         pub etcd_election_timeout: Duration,
 
@@ -605,7 +631,9 @@ command_args! {
         #[arg(long, value_name = "NAME")]
         pub node_name: Option<String>,
 
-        /// Report format.
+        /// Report format: text, kubeadm-style `[preflight]` lines (notes, a table of measurements,
+        /// then warnings and errors by check name, as kubeadm prints them); json, one object with
+        /// `schemaVersion`, every check and every measurement.
         #[arg(short, long, value_enum, default_value_t = Output::Text)]
         pub output: Output,
 
@@ -756,7 +784,9 @@ command_args! {
         #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
         pub timeout: Duration,
 
-        /// Report format.
+        /// Report format: text, `[update-status]` lines (the API server and node, each status
+        /// write with what it changed and its attempts, then the result); json, one object with
+        /// `schemaVersion` and every write.
         #[arg(short, long, value_enum, default_value_t = Output::Text)]
         pub output: Output,
 
@@ -823,7 +853,9 @@ command_args! {
         #[arg(short = 's', long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(28..=9000))]
         pub size: Option<u16>,
 
-        /// Report format.
+        /// Report format: text, the per-hop table (like `mtr --report`) and `[trace]` lines that
+        /// say whether the target was reached and at which hop latency or loss first appears;
+        /// json, one object with `schemaVersion` and every hop.
         #[arg(short, long, value_enum, default_value_t = Output::Text)]
         pub output: Output,
     }
@@ -844,12 +876,15 @@ Examples:
   # large packets vanish?
   joinguard trace 10.0.0.12 --size 1500
 
-Without root: sudo setcap cap_net_raw+ep \"$(command -v joinguard)\"
+  # Without root: raw sockets need CAP_NET_RAW, once per installed binary:
+  sudo setcap cap_net_raw+ep \"$(command -v joinguard)\"
+
 Exit codes: 0 target reached with no loss to it, 1 not reached or lossy, 2 invalid input or no
 CAP_NET_RAW. `joinguard preflight` runs a TCP trace by itself for a target that fails a latency
-or loss check. See docs/trace.md.";
+or loss check.";
 
-const UPDATE_STATUS_EXAMPLES: &str = "\
+const UPDATE_STATUS_EXAMPLES: &str = concat!(
+    "\
 Examples:
   # After `kubeadm join --control-plane ... --skip-phases control-plane-join/update-status`:
   joinguard update-status --kubeconfig /etc/kubernetes/admin.conf --node-name cp-2 \\
@@ -859,9 +894,13 @@ Examples:
   joinguard update-status --config /run/kubeadm/kubeadm-join-config.yaml -o json
 
 Exit codes: 0 done (or nothing to do), 1 failed (budget exhausted or a permanent error),
-2 invalid input, 3 trust failure. See docs/retries.md for the policies and the error table.";
+2 invalid input, 3 trust failure. The retry policies and the errors each one retries: ",
+    guide!("docs/retries.md"),
+    "."
+);
 
-const PREFLIGHT_EXAMPLES: &str = "\
+const PREFLIGHT_EXAMPLES: &str = concat!(
+    "\
 Examples:
   # Stacked etcd, certificates copied from an existing control-plane node:
   joinguard preflight 10.0.0.10:6443 --apiserver-cacert /etc/kubernetes/pki/ca.crt \\
@@ -887,8 +926,11 @@ Examples:
   joinguard preflight 10.0.0.10:6443 --etcd-endpoints https://10.0.0.11:2379 --wait 3m -o json
 
 Exit codes: 0 fit (warnings allowed), 1 not fit, 2 invalid input, 3 trust failure.
-See docs/preflight.md for every check, its threshold and what to do when it fails, and
-docs/kubeadm-compat.md for kubeadm's flags, check names and config fields.";
+Every check, its threshold and what to do when it fails: ",
+    guide!("docs/preflight.md"),
+    ";
+kubeadm's flags, check names and config fields: docs/kubeadm-compat.md there."
+);
 
 /// A Go bool as pflag parses it (`strconv.ParseBool`): 1, t, T, TRUE, true, True, 0, f, F,
 /// FALSE, false, False.

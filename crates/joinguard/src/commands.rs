@@ -4,7 +4,6 @@
 //! [`Ending::code`] (0 fit/done, 1 unfit/failed, 2 invalid input, 3 trust failure). The core
 //! validates, runs and returns typed values; nothing here decides a verdict.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -15,10 +14,12 @@ use joinguard_core::status;
 use joinguard_core::trace::report::TracedPath;
 use joinguard_core::trace::{self, TraceError, TraceInput};
 use joinguard_core::{
-    Ending, MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, Render, StatusInput,
+    Ending, MonitorConfig, Notes, Outcome, Output, PreflightSpec, Recorder, StatusInput,
     StatusReport, StatusSpec, Stopped, TraceSpec,
 };
 use tokio::runtime::Runtime;
+
+pub use crate::output::{print, say, stdout, stdout_bytes};
 
 /// The binary's notes: each line to stderr as it happens.
 #[derive(Debug, Clone, Copy, Default)]
@@ -62,35 +63,6 @@ impl Notes for PreflightNotes {
     fn progress_done(&self) {
         self.progress.finish();
     }
-}
-
-/// Writes `text` to stdout. A closed pipe (`joinguard ... | head`) is not an error worth a panic.
-pub fn stdout(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-}
-
-/// Writes raw bytes to stdout (completion scripts, man pages), like [`stdout`].
-pub fn stdout_bytes(bytes: &[u8]) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(bytes);
-    let _ = out.flush();
-}
-
-/// A command's result on stdout, rendered whole first (the one render signature,
-/// [`Render::render`]), so a failure to render prints nothing rather than half a document.
-pub fn print(result: &dyn Render, output: Output) {
-    let mut buf = Vec::new();
-    if result.render(output, &mut buf).is_ok() {
-        stdout_bytes(&buf);
-    }
-}
-
-/// A progress or error line for a human, on stderr.
-pub fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
 }
 
 /// The one runtime of the process: two workers (the machines joinguard runs on are busy

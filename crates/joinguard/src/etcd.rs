@@ -27,7 +27,8 @@ use serde::Serialize;
 use tokio::runtime::Runtime;
 
 use crate::cli::{named, CleanupArgs, EtcdMemberArgs, Output, PromoteArgs, FLAGS};
-use crate::commands::{say, stdout, Stderr};
+use crate::commands::Stderr;
+use crate::output::{say, stdout};
 use crate::progress::Progress;
 
 /// kubeadm's file names under the certificate directory.
@@ -388,7 +389,7 @@ fn print(
         member,
         recorder,
     };
-    crate::commands::print(&r, output.into());
+    crate::output::print(&r, output.into());
 }
 
 /// `joinguard etcd promote`.

@@ -7,5 +7,6 @@ pub mod commands;
 pub mod etcd;
 pub mod logging;
 pub mod manual;
+pub mod output;
 pub mod progress;
 pub mod version;

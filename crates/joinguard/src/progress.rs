@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::commands::say;
+use crate::output::say;
 
 /// How often a repeating progress line is printed when stderr is not a terminal.
 pub const PLAIN_EVERY: Duration = Duration::from_secs(5);

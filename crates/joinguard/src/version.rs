@@ -1,6 +1,6 @@
 //! `joinguard version`: the build information fixed at build time (see build.rs).
 
-use crate::commands as output;
+use crate::output;
 use joinguard_core::Ending;
 
 /// What `joinguard version` reports, fixed at build time (see build.rs).

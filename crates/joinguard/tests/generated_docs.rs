@@ -103,15 +103,103 @@ fn committed_man_pages_match_the_binary() {
     assert!(page.contains("etcd\\-endpoints"), "{page}");
     assert!(page.contains("Exit codes"), "{page}");
 
-    // One page to stdout, and a clear error for a command that does not exist.
+    // One page to stdout, a nested command's page by its words or by its page's name, and a
+    // clear error for a command that does not exist.
     let (code, out, _) = joinguard(&["man", "update-status"]);
     assert_eq!(code, 0);
     assert!(String::from_utf8_lossy(&out).contains(".TH joinguard-update-status 1"));
+    for words in [&["etcd", "promote"][..], &["etcd-promote"]] {
+        let (code, out, err) = joinguard(&[&["man"][..], words].concat());
+        assert_eq!(code, 0, "{words:?}: {err}");
+        let want = std::fs::read(dir.path().join("joinguard-etcd-promote.1")).unwrap();
+        assert!(out == want, "{words:?}");
+    }
     let (code, _, err) = joinguard(&["man", "frobnicate"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("no command `frobnicate`") && err.contains("preflight"),
         "{err}"
+    );
+}
+
+/// The pages a page names (`joinguard\-etcd\-promote(1)` in roff) in its `SEE ALSO` and
+/// `SUBCOMMANDS` sections.
+fn referenced_pages(page: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut section = "";
+    for line in page.lines() {
+        if let Some(heading) = line.strip_prefix(".SH ") {
+            section = heading.trim_matches('"');
+            continue;
+        }
+        if !matches!(section, "SEE ALSO" | "SUBCOMMANDS") {
+            continue;
+        }
+        let text = line.replace("\\-", "-");
+        for (i, _) in text.match_indices("(1)") {
+            let start = text[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .map_or(0, |j| j + 1);
+            names.push(text[start..i].to_string());
+        }
+    }
+    names
+}
+
+/// Every page a `SEE ALSO` or `SUBCOMMANDS` section names is one `joinguard man --out-dir`
+/// writes (and the packages install), every page but joinguard(1) has a `SEE ALSO`, and the
+/// examples are set verbatim: no `help` pseudo-command, no joinguard-etcd-promote(1) that does
+/// not exist, no example reflowed into one paragraph.
+#[test]
+fn every_page_a_man_page_names_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = joinguard(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let pages: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for nested in ["joinguard-etcd-promote.1", "joinguard-etcd-cleanup.1"] {
+        assert!(pages.contains(&nested.to_string()), "{pages:?}");
+    }
+    let mut checked = 0;
+    for file in &pages {
+        let page = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        let names = referenced_pages(&page);
+        if file != "joinguard.1" {
+            assert!(page.contains("\n.SH \"SEE ALSO\"\n"), "{file}: no SEE ALSO");
+        }
+        for name in names {
+            assert!(
+                pages.contains(&format!("{name}.1")),
+                "{file} names {name}(1), which is not generated ({pages:?})"
+            );
+            checked += 1;
+        }
+        // Examples: no filling, so each command line stays a line.
+        if let Some(at) = page.find(".SH EXAMPLES\n") {
+            assert!(page[at..].starts_with(".SH EXAMPLES\n.nf\n"), "{file}");
+            assert!(page[at..].contains("\n.fi\n"), "{file}");
+        }
+        // A flag whose summary -h hides keeps its description (`--v`, kubeadm's klog flags).
+        let lines: Vec<&str> = page.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with("\\fB") && i > 0 && lines[i - 1] == ".TP" {
+                let body = lines.get(i + 1).copied().unwrap_or_default();
+                assert!(
+                    !body.is_empty() && !body.starts_with('.'),
+                    "{file}: {l} has no description"
+                );
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} references checked");
+    let promote = std::fs::read_to_string(dir.path().join("joinguard-etcd-promote.1")).unwrap();
+    assert!(promote.contains(".SH EXAMPLES\n.nf\n"), "{promote}");
+    let v = std::fs::read_to_string(dir.path().join("joinguard.1")).unwrap();
+    assert!(
+        v.contains("Number for the log level verbosity"),
+        "--v has no description: {v}"
     );
 }
 

@@ -715,7 +715,7 @@ pub async fn read_cluster(
                     token = f(Input::Token),
                     dir = f(Input::CertDir),
                     config = f(Input::Config),
-                    explicit = super::input::explicit_etcd(spelling),
+                    explicit = spelling.explicit_etcd(),
                 ))
             })?
         }

@@ -303,19 +303,6 @@ impl PreflightInput {
     }
 }
 
-/// The explicit etcd inputs, as the user would give them: `--etcd-endpoints with --etcd-cacert,
-/// --etcd-cert and --etcd-key` on the command line.
-pub(crate) fn explicit_etcd(spelling: Spelling) -> String {
-    let f = |i| spelling.spell(i);
-    format!(
-        "{} with {}, {} and {}",
-        f(Input::EtcdEndpoints),
-        f(Input::EtcdCacert),
-        f(Input::EtcdCert),
-        f(Input::EtcdKey)
-    )
-}
-
 fn load_ca(input: Named, path: Option<&Path>) -> Result<Option<CaBundle>, InputError> {
     Ok(path.map(|p| CaBundle::load(input, p)).transpose()?)
 }

@@ -134,7 +134,7 @@ fn no_etcd_input(spelling: Spelling) -> String {
         key = f(Input::CertificateKey),
         dir = f(Input::CertDir),
         config = f(Input::Config),
-        explicit = input::explicit_etcd(spelling),
+        explicit = spelling.explicit_etcd(),
         cp = f(Input::ControlPlane),
     )
 }

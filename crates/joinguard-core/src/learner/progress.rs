@@ -196,6 +196,34 @@ pub(crate) struct Sample {
     pub source: Option<&'static str>,
 }
 
+/// etcd's read timeout on a peer connection (`DefaultConnReadTimeout`,
+/// `server/etcdserver/api/rafthttp/peer.go`, the same in 3.4, 3.5 and 3.6): a snapshot whose next
+/// in-order byte waits longer than this in a queue on the path fails, and raft starts a new one.
+pub const PEER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The sentence for a leader whose snapshots to this learner failed: the figures, why a snapshot
+/// fails this way, and what to do.
+pub(crate) fn snapshot_failures(failed: u64, here: u64, sent: u64) -> String {
+    let times = |n: u64| {
+        if n == 1 {
+            "once".to_string()
+        } else {
+            format!("{n} times")
+        }
+    };
+    format!(
+        "the leader's database snapshot to this learner failed {} ({} during this run; {} \
+         delivered; etcd_network_snapshot_send_failures): each failure starts a new snapshot from \
+         byte 0. A path from the members to this node that holds a byte for more than {}s under \
+         the transfer (a deep queue on a router or a shaped link) never delivers one: shorten \
+         that queue or give the transfer its own rate",
+        times(failed),
+        here,
+        sent,
+        PEER_READ_TIMEOUT.as_secs()
+    )
+}
+
 /// What promote and cleanup report as they go. The CLI prints these on stderr.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
@@ -244,7 +272,7 @@ impl fmt::Display for Progress {
             } => write!(
                 f,
                 "learner {member:x}: {}",
-                super::promote::snapshot_failures(*failed, *failed_here, *sent)
+                snapshot_failures(*failed, *failed_here, *sent)
             ),
             Progress::AnswerLost { op, error } => write!(
                 f,

@@ -13,7 +13,7 @@ use etcd_client::Client;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::progress::{Estimator, Progress, Sample};
+use super::progress::{snapshot_failures, Estimator, Progress, Sample};
 use super::{grpc_message, metrics, Conn, EtcdAccess, EtcdCallError, LearnerError};
 use crate::check::member::{find_mine, MemberRef, MemberState, NodeRef};
 use crate::probe::etcd::{MemberInfo, MemberStatus};
@@ -55,11 +55,6 @@ pub const NOT_ENOUGH_STARTED: &str = "not enough started members";
 /// How often the leader's `/metrics` is read while the learner is behind (a page is about
 /// 200 KB): often enough to name a failed snapshot within a few seconds of etcd counting it.
 pub const LEADER_METRICS_EVERY: Duration = Duration::from_secs(5);
-
-/// etcd's read timeout on a peer connection (`DefaultConnReadTimeout`,
-/// `server/etcdserver/api/rafthttp/peer.go`, the same in 3.4, 3.5 and 3.6): a snapshot whose next
-/// in-order byte waits longer than this in a queue on the path fails, and raft starts a new one.
-pub const PEER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// etcd's answer for an unknown member id (`ErrIDNotFound`, `membership/errors.go`).
 pub const MEMBER_NOT_FOUND: &str = "member not found";
@@ -140,29 +135,6 @@ impl LeaderSnapshots {
             snapshot_failures(l.failed, self.failed_here(), l.sent)
         )
     }
-}
-
-/// The sentence for a leader whose snapshots to this learner failed: the figures, why a snapshot
-/// fails this way, and what to do.
-pub(crate) fn snapshot_failures(failed: u64, here: u64, sent: u64) -> String {
-    let times = |n: u64| {
-        if n == 1 {
-            "once".to_string()
-        } else {
-            format!("{n} times")
-        }
-    };
-    format!(
-        "the leader's database snapshot to this learner failed {} ({} during this run; {} \
-         delivered; etcd_network_snapshot_send_failures): each failure starts a new snapshot from \
-         byte 0. A path from the members to this node that holds a byte for more than {}s under \
-         the transfer (a deep queue on a router or a shaped link) never delivers one: shorten \
-         that queue or give the transfer its own rate",
-        times(failed),
-        here,
-        sent,
-        PEER_READ_TIMEOUT.as_secs()
-    )
 }
 
 enum NotYet {
