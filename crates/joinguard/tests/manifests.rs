@@ -1031,3 +1031,225 @@ fn pod_security_evaluator_catches_each_rule() {
         ("privileged", vec!["hostNamespaces", "hostPorts"])
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The alerting rules and the dashboard (deploy/prometheus, deploy/grafana).
+// ---------------------------------------------------------------------------------------------
+
+/// `promtool ARGS` in `dir`; panics with promtool's output when it fails.
+fn promtool(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("promtool (scripts/setup installs Debian's prometheus package)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "promtool {} in {}:\n{text}",
+        args.join(" "),
+        dir.display()
+    );
+    text
+}
+
+/// The rules file passes `promtool check rules` and its unit tests (`promtool test rules`), and
+/// each overlay's PrometheusRule holds the same groups: the same unit tests pass on its spec.
+#[test]
+fn alerting_rules_pass_promtool_and_the_prometheus_rule_is_the_same() {
+    let dir = deploy_dir().join("prometheus");
+    eprint!(
+        "{}",
+        promtool(&dir, &["check", "rules", "joinguard-rules.yaml"])
+    );
+    eprint!(
+        "{}",
+        promtool(&dir, &["test", "rules", "joinguard-rules.test.yaml"])
+    );
+    // The plain file as JSON (PyYAML: kubernetes-validate, which scripts/setup installs, pulls
+    // it in), to compare with kubectl's JSON of the PrometheusRule.
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)",
+        ])
+        .arg(dir.join("joinguard-rules.yaml"))
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plain: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (addr, _h) = discovery_stand_in();
+    for overlay in OVERLAYS {
+        let objs = kubectl_objects(addr, overlay);
+        let rule = find(&objs, "PrometheusRule")
+            .unwrap_or_else(|| panic!("overlays/{overlay}: no PrometheusRule"));
+        assert_eq!(
+            rule["spec"]["groups"], plain["groups"],
+            "overlays/{overlay}: the PrometheusRule's groups differ from deploy/prometheus/joinguard-rules.yaml"
+        );
+        // The same unit tests on the PrometheusRule's own copy, as Prometheus would load it.
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("joinguard-rules.yaml"),
+            serde_json::to_string_pretty(&rule["spec"]).unwrap(),
+        )
+        .unwrap();
+        std::fs::copy(
+            dir.join("joinguard-rules.test.yaml"),
+            tmp.path().join("joinguard-rules.test.yaml"),
+        )
+        .unwrap();
+        promtool(tmp.path(), &["check", "rules", "joinguard-rules.yaml"]);
+        promtool(tmp.path(), &["test", "rules", "joinguard-rules.test.yaml"]);
+        eprintln!(
+            "overlays/{overlay}: PrometheusRule {} passes the same tests",
+            rule["metadata"]["name"]
+        );
+    }
+}
+
+/// The metric families the monitor registers, read from its registration code
+/// (`joinguard-core/src/monitor/metrics.rs`: `registry.register("name", ..)` and
+/// `register_with_unit("name", .., Unit::Seconds, ..)` under the `joinguard` prefix), so a
+/// renamed family changes this list. A family with no series yet is left out of a scrape, so the
+/// exposition alone would not list them all.
+fn registered_families() -> BTreeSet<String> {
+    let src = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../joinguard-core/src/monitor/metrics.rs"),
+    )
+    .unwrap();
+    assert!(src.contains("Registry::with_prefix(\"joinguard\")"));
+    let mut names = BTreeSet::new();
+    for call in ["registry.register(", "registry.register_with_unit("] {
+        for (i, _) in src.match_indices(call) {
+            let args = &src[i + call.len()..];
+            let q = args.find('"').unwrap();
+            let name = &args[q + 1..];
+            let name = &name[..name.find('"').unwrap()];
+            let unit = if call.ends_with("with_unit(") {
+                let u = &args[args.find("Unit::").unwrap() + 6..];
+                match &u[..u.find(|c: char| !c.is_ascii_alphanumeric()).unwrap()] {
+                    "Seconds" => "_seconds",
+                    "Bytes" => "_bytes",
+                    other => panic!("unit {other}: add its suffix here"),
+                }
+            } else {
+                ""
+            };
+            names.insert(format!("joinguard_{name}{unit}"));
+        }
+    }
+    names
+}
+
+/// Whether `sample` is a sample name of one of `families` (a counter's `_total`, a histogram's
+/// `_bucket`, `_sum` and `_count`).
+fn is_exported(sample: &str, families: &BTreeSet<String>) -> bool {
+    ["", "_total", "_bucket", "_sum", "_count"].iter().any(|s| {
+        sample
+            .strip_suffix(s)
+            .is_some_and(|base| families.contains(base))
+    })
+}
+
+/// Every `joinguard_*` name in `text`.
+fn joinguard_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("joinguard_") {
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        // Not part of a longer word (`pkg_joinguard_x`).
+        let before = rest[..i].chars().last();
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            names.insert(tail[..end].to_string());
+        }
+        rest = &tail[end..];
+    }
+    names
+}
+
+/// The check names a `check` matcher in `text` uses (`check="X"`, `check=~"X|Y"`).
+fn check_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for op in ["check=\"", "check!=\"", "check=~\"", "check!~\""] {
+        for (i, _) in text.match_indices(op) {
+            let v = &text[i + op.len()..];
+            let v = &v[..v.find('"').unwrap_or(0)];
+            names.extend(v.split('|').map(str::to_string));
+        }
+    }
+    names
+}
+
+/// The dashboard parses as JSON, and the dashboard, the rules and the rules' unit tests use only
+/// metric names the monitor exports and check names the checker has: a renamed metric or check
+/// fails here.
+#[test]
+fn dashboard_and_rules_use_only_what_the_monitor_exports() {
+    let exported = registered_families();
+    // Sanity: the parse found the families, and they are what the registry exposes (every
+    // family with a series in a fresh registry is one of them).
+    assert!(exported.len() >= 17, "{exported:?}");
+    let fresh = joinguard_core::monitor::Metrics::new().openmetrics();
+    for line in fresh.lines().filter(|l| l.starts_with("# TYPE ")) {
+        let name = line.split_whitespace().nth(2).unwrap();
+        assert!(
+            exported.contains(name.trim_end_matches("_total")),
+            "{name} is exposed but not found in the registration code"
+        );
+    }
+    let checks: BTreeSet<String> = joinguard_core::check::CheckName::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .collect();
+    let dash_path = deploy_dir().join("grafana/joinguard-monitor.json");
+    let dash_text = std::fs::read_to_string(&dash_path).unwrap();
+    let dash: Value =
+        serde_json::from_str(&dash_text).unwrap_or_else(|e| panic!("{}: {e}", dash_path.display()));
+    let exprs: Vec<&str> = arr(&dash["panels"])
+        .iter()
+        .flat_map(|p| arr(&p["targets"]))
+        .filter_map(|t| t["expr"].as_str())
+        .collect();
+    assert!(exprs.len() >= 10, "dashboard has {} queries", exprs.len());
+    let mut problems = Vec::new();
+    for rel in [
+        "grafana/joinguard-monitor.json",
+        "prometheus/joinguard-rules.yaml",
+        "prometheus/joinguard-rules.test.yaml",
+        "components/prometheus-rules/prometheusrule.yaml",
+    ] {
+        let text = std::fs::read_to_string(deploy_dir().join(rel)).unwrap();
+        let used = joinguard_names(&text);
+        if used.is_empty() {
+            problems.push(format!("{rel}: uses no joinguard_ metric"));
+        }
+        for n in &used {
+            if !is_exported(n, &exported) {
+                problems.push(format!("{rel}: {n} is not a metric the monitor exports"));
+            }
+        }
+        for c in check_names(&text) {
+            if !checks.contains(&c) {
+                problems.push(format!("{rel}: check {c:?} is not a check name"));
+            }
+        }
+        eprintln!("{rel}: {} metric names, all exported", used.len());
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nexported: {exported:?}",
+        problems.join("\n")
+    );
+}
