@@ -366,15 +366,15 @@ impl PrivateKey {
 
     /// The key as PKCS#8 PEM, for etcd-client (which takes PEM).
     pub fn to_pkcs8_pem(&self) -> Zeroizing<Vec<u8>> {
-        use base64::Engine as _;
-        let b64 = Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(&*self.pkcs8));
-        let mut out = Zeroizing::new(Vec::with_capacity(b64.len() + b64.len() / 64 + 64));
-        out.extend_from_slice(b"-----BEGIN PRIVATE KEY-----\n");
-        for line in b64.as_bytes().chunks(64) {
-            out.extend_from_slice(line);
-            out.push(b'\n');
-        }
-        out.extend_from_slice(b"-----END PRIVATE KEY-----\n");
+        use pkcs8::der::pem::{self, LineEnding};
+        const LABEL: &str = "PRIVATE KEY";
+        let len = pem::encoded_len(LABEL, LineEnding::LF, &self.pkcs8)
+            .expect("a key's PEM length fits in memory");
+        let mut out = Zeroizing::new(vec![0u8; len]);
+        let written = pem::encode(LABEL, LineEnding::LF, &self.pkcs8, &mut out)
+            .expect("the buffer has the encoded length")
+            .len();
+        out.truncate(written);
         out
     }
 

@@ -19,7 +19,7 @@ use joinguard_core::{
 };
 use tokio::runtime::Runtime;
 
-pub use crate::output::{print, say, stdout, stdout_bytes};
+use crate::output::{print, say, stdout_bytes};
 
 /// The binary's notes: each line to stderr as it happens.
 #[derive(Debug, Clone, Copy, Default)]

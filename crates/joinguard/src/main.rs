@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use joinguard::cli::{Command, EtcdCommand};
-use joinguard::commands;
+use joinguard::{commands, output};
 use joinguard_core::Ending;
 
 fn main() -> ExitCode {
@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     let cli = joinguard::cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     joinguard::logging::init(cli.verbosity());
     for w in &cli.warnings {
-        commands::say(w);
+        output::say(w);
     }
     let ending = match cli.command {
         Command::Version(args) => joinguard::version::print_version(args),
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
                 Command::Version(_) | Command::Completion(_) | Command::Man(_) => Ending::Done,
             },
             Err(e) => {
-                commands::say(&format!("joinguard: cannot start the runtime: {e}"));
+                output::say(&format!("joinguard: cannot start the runtime: {e}"));
                 Ending::Failed
             }
         },

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionArgs, ManArgs};
-use crate::commands as output;
+use crate::output;
 use joinguard_core::Ending;
 
 /// Renders the completion script for `shell`.

@@ -444,7 +444,7 @@ pub fn spki_pins(ca_pem: &[u8]) -> Result<Vec<[u8; 32]>, ClusterInfoError> {
 
 /// The certificates of a PEM bundle whose public key hash is among `pins`, as PEM.
 fn pinned_only(bundle: &[u8], pins: &[[u8; 32]]) -> Result<Vec<u8>, ClusterInfoError> {
-    use base64::engine::general_purpose::STANDARD;
+    use pkcs8::der::pem::{encode_string, LineEnding};
     use rustls_pki_types::pem::PemObject;
     let mut out = Vec::new();
     let ders = rustls_pki_types::CertificateDer::pem_slice_iter(bundle);
@@ -453,13 +453,9 @@ fn pinned_only(bundle: &[u8], pins: &[[u8; 32]]) -> Result<Vec<u8>, ClusterInfoE
         if !pins.contains(&pin) {
             continue;
         }
-        let b64 = STANDARD.encode(der.as_ref());
-        out.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
-        for line in b64.as_bytes().chunks(64) {
-            out.extend_from_slice(line);
-            out.push(b'\n');
-        }
-        out.extend_from_slice(b"-----END CERTIFICATE-----\n");
+        let pem = encode_string("CERTIFICATE", LineEnding::LF, der.as_ref())
+            .expect("a certificate's PEM length fits in memory");
+        out.extend_from_slice(pem.as_bytes());
     }
     Ok(out)
 }
