@@ -1186,6 +1186,20 @@ pub fn read_secret_file(path: &str) -> Result<Secret, String> {
 }
 
 impl Cli {
+    /// The tag of the command's plain stderr lines (`[etcd promote] ...`); `None` for the
+    /// monitor, a daemon whose log lines keep their timestamps.
+    pub fn log_tag(&self) -> Option<&'static str> {
+        match &self.command {
+            Command::Preflight(_) => Some("preflight"),
+            Command::UpdateStatus(_) => Some("update-status"),
+            Command::Trace(_) => Some("trace"),
+            Command::Etcd(EtcdCommand::Promote(_)) => Some("etcd promote"),
+            Command::Etcd(EtcdCommand::Cleanup(_)) => Some("etcd cleanup"),
+            Command::Monitor(_) => None,
+            Command::Version(_) | Command::Completion(_) | Command::Man(_) => Some("joinguard"),
+        }
+    }
+
     /// The verbosity count: the larger of `-v` repeats and klog's `--v` mapped onto it.
     pub fn verbosity(&self) -> u8 {
         let klog = self

@@ -11,7 +11,7 @@ use joinguard_core::Ending;
 fn main() -> ExitCode {
     // kubeadm's spellings (`--v=5`, `-v 5`, `--node_name`) are rewritten before clap parses.
     let cli = joinguard::cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    joinguard::logging::init(cli.verbosity());
+    joinguard::logging::init(cli.verbosity(), cli.log_tag());
     for w in &cli.warnings {
         output::say(w);
     }

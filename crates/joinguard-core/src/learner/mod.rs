@@ -259,15 +259,93 @@ impl Conn {
 #[derive(Debug)]
 pub struct EtcdCallError(pub etcd_client::Error);
 
+/// What happened, for a person: the library's error mapped to the condition behind it (refused,
+/// timed out, a certificate the verifier rejected and why, etcd's own answer). The raw error is
+/// logged at debug level (`-vv`) when the error is made.
 impl std::fmt::Display for EtcdCallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        f.write_str(&describe(&self.0))
     }
 }
 
 impl From<etcd_client::Error> for EtcdCallError {
     fn from(e: etcd_client::Error) -> Self {
+        tracing::debug!("etcd call failed: {e:?}");
         EtcdCallError(e)
+    }
+}
+
+/// An etcd client error in words: the deepest cause that names a condition wins (an I/O error
+/// kind, a TLS failure), then etcd's own message, then the library's top-level text.
+pub(crate) fn describe(e: &etcd_client::Error) -> String {
+    use std::error::Error as _;
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = match e {
+        etcd_client::Error::GRpcStatus(s) => s.source(),
+        etcd_client::Error::TransportError(t) => Some(t),
+        etcd_client::Error::IoError(io) => Some(io),
+        _ => None,
+    };
+    let mut depth = 0;
+    while let (Some(err), true) = (cur, depth < 16) {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return describe_tls(tls);
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if let Some(tls) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                return describe_tls(tls);
+            }
+            if let Some(words) = describe_io(io.kind()) {
+                return words.to_string();
+            }
+        }
+        cur = err.source();
+        depth += 1;
+    }
+    match e {
+        etcd_client::Error::GRpcStatus(s) => match s.code() {
+            tonic::Code::DeadlineExceeded => {
+                "no answer within the call's timeout (gRPC DeadlineExceeded)".into()
+            }
+            tonic::Code::Unavailable if s.message().is_empty() => {
+                "the member is unavailable (gRPC Unavailable)".into()
+            }
+            // etcd's own answer ("etcdserver: unhealthy cluster", "member not found"), as
+            // etcdctl prints it.
+            _ => s.message().to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn describe_io(kind: std::io::ErrorKind) -> Option<&'static str> {
+    use std::io::ErrorKind as K;
+    Some(match kind {
+        K::ConnectionRefused => {
+            "connection refused: nothing listens on the member's client port (etcd not running, \
+             or not this port)"
+        }
+        K::TimedOut => {
+            "connection timed out: no answer from the member (a dark path or a firewall)"
+        }
+        K::HostUnreachable => "host unreachable: no route to the member",
+        K::NetworkUnreachable => "network unreachable: no route to the member",
+        K::ConnectionReset => "connection reset by the member",
+        K::ConnectionAborted => "connection aborted",
+        K::UnexpectedEof => "the member closed the connection",
+        _ => return None,
+    })
+}
+
+fn describe_tls(e: &rustls::Error) -> String {
+    match e {
+        rustls::Error::InvalidCertificate(ce) => {
+            crate::failure::TrustFailure::from_certificate_error(ce).detail
+        }
+        rustls::Error::AlertReceived(alert) => format!(
+            "the member refused the TLS handshake ({alert:?} alert): it does not accept this \
+             client certificate (not signed by the etcd CA it trusts, or none given)"
+        ),
+        other => format!("TLS handshake failed: {other}"),
     }
 }
 

@@ -74,11 +74,23 @@ impl TrustFailure {
             }
             _ => TrustFailureKind::Other,
         };
+        let ca_as_leaf = matches!(err, CertificateError::Other(o)
+            if matches!(o.0.downcast_ref::<webpki::Error>(), Some(webpki::Error::CaUsedAsEndEntity)));
         let detail = match kind {
             TrustFailureKind::UnknownIssuer => {
                 "it is not signed by the given CA (unknown issuer); check the CA file".to_string()
             }
-            _ => rustls::Error::InvalidCertificate(err.clone()).to_string(),
+            _ if ca_as_leaf => "the server presents a CA certificate as its own: it must serve a \
+                 certificate signed by the CA (kubeadm: etcd/server.crt, apiserver.crt), not the \
+                 CA itself"
+                .to_string(),
+            // rustls' words without its "invalid peer certificate: " lead.
+            _ => {
+                let text = rustls::Error::InvalidCertificate(err.clone()).to_string();
+                text.strip_prefix("invalid peer certificate: ")
+                    .map(str::to_string)
+                    .unwrap_or(text)
+            }
         };
         let detail = format!("server certificate not trusted: {detail}");
         TrustFailure::new(kind, detail)

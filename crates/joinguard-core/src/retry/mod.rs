@@ -502,11 +502,9 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
                 secs(retry_after),
                 secs(remaining)
             ),
-            GaveUp::NotRetryable if self.class == ErrorClass::Trust => write!(
-                f,
-                "{op}: {last} (trust failure, not retried: check the CA bundle, \
-                 --discovery-token-ca-cert-hash and the client certificate)"
-            ),
+            GaveUp::NotRetryable if self.class == ErrorClass::Trust => {
+                write!(f, "{op}: {last} (a trust failure: not retried)")
+            }
             GaveUp::NotRetryable if self.attempts > 1 => {
                 write!(
                     f,
@@ -684,7 +682,9 @@ impl<'a> Driver<'a> {
         if why == GaveUp::Answer {
             tracing::debug!(op = self.op, "{line}");
         } else {
-            tracing::warn!(
+            // The caller reports the error itself (the command's last line): info, not twice at
+            // the default verbosity.
+            tracing::info!(
                 op = self.op,
                 policy = self.policy.kind.as_str(),
                 attempts = self.attempts,
@@ -775,7 +775,7 @@ impl<'a> Driver<'a> {
             attempt = self.attempts,
             class = %class.label(),
             delay_ms = ms(delay),
-            "{}: attempt {} failed ({class}): {}; retrying in {}",
+            "{}: attempt {} failed: {}; retrying in {}",
             self.op,
             self.attempts,
             record::redact(&text),
