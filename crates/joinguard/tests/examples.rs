@@ -125,6 +125,21 @@ fn every_joinguard_command_in_the_examples_parses() {
     assert!(n >= 7, "found only {n} joinguard commands in examples/");
 }
 
+/// The README's integration lines are copied as they stand: each must parse too.
+#[test]
+fn every_joinguard_command_in_the_readme_parses() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let cmds = joinguard_commands(&std::fs::read_to_string(readme).unwrap());
+    for cmd in &cmds {
+        if let Err(e) = Cli::try_parse_from(cmd) {
+            panic!("README.md: `{}` does not parse:\n{e}", cmd.join(" "));
+        }
+    }
+    // The Cluster API line, the kubeadm line and the example's command at least.
+    let preflights = cmds.iter().filter(|c| c[1] == "preflight").count();
+    assert!(preflights >= 3, "{cmds:?}");
+}
+
 #[test]
 fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failure() {
     let path = examples().join("capi/kubeadm-control-plane.yaml");
@@ -162,17 +177,42 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
         args.cert_dir.as_deref(),
         Some(Path::new("/etc/kubernetes/pki"))
     );
-    // The binary is checked before it runs.
-    let sum = pre
+    // The binary is installed and checked before it runs, and a failed install ends the script
+    // (the script itself: the_capi_install_script_fails_closed_and_installs_only_a_matching_binary).
+    let install = pre
         .iter()
-        .position(|c| c.starts_with("sha256sum -c"))
-        .unwrap();
+        .position(|c| *c == "/usr/local/sbin/joinguard-install || exit 1")
+        .expect("the install command, ending the script when it fails");
     let run = pre
         .iter()
         .position(|c| c.contains("joinguard preflight"))
         .unwrap();
-    assert!(sum < run);
-    assert!(pre[sum].ends_with("|| exit 1"));
+    assert!(install < run);
+    let files = spec["files"].as_array().expect("files is a list");
+    let file = |path: &str| {
+        files
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("no file {path}"))
+    };
+    assert_eq!(
+        file("/usr/local/sbin/joinguard-install")["permissions"],
+        "0755"
+    );
+    // As copied: no URL and no checksum (nothing that looks like a real host or a real sum).
+    assert_eq!(
+        file("/etc/joinguard/release.env")["content"],
+        "JOINGUARD_URL=\nJOINGUARD_SHA256=\n"
+    );
+    // CABPK renders the user data as a Jinja template: nothing in the files may look like one.
+    for f in files {
+        let c = f["content"].as_str().unwrap();
+        assert!(
+            !["{{", "{%", "{#"].iter().any(|t| c.contains(t)),
+            "{}",
+            f["path"]
+        );
+    }
 
     // etcd cleanup after preflight, on joins only, from the join's own config: no --etcd-*
     // flag, nothing the node does not have before its join.
@@ -263,6 +303,117 @@ fn the_capi_control_plane_runs_preflight_on_joins_and_stops_the_script_on_failur
         .contains_key("cluster.x-k8s.io/control-plane"));
     assert_eq!(mhc["spec"]["clusterName"], "prod");
     assert_eq!(kcp["metadata"]["namespace"], mhc["metadata"]["namespace"]);
+}
+
+/// The install script of the Cluster API example, run with `sh` (dash on Debian, as cloud-init
+/// runs it) in a scratch directory: the paths are moved there, nothing else changes.
+#[test]
+fn the_capi_install_script_fails_closed_and_installs_only_a_matching_binary() {
+    let d = docs(&examples().join("capi/kubeadm-control-plane.yaml"));
+    let files = d[0]["spec"]["kubeadmConfigSpec"]["files"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let content = |path: &str| -> String {
+        files.iter().find(|f| f["path"] == path).unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (env, bin, script) = (at("release.env"), at("joinguard"), at("joinguard-install"));
+    std::fs::write(
+        &script,
+        content("/usr/local/sbin/joinguard-install")
+            .replace("/etc/joinguard/release.env", &env)
+            .replace("/usr/local/bin/joinguard", &bin),
+    )
+    .unwrap();
+    // A stand-in release binary: answers `version` as the real one does.
+    let release = at("joinguard-x86_64-linux-musl");
+    std::fs::write(&release, "#!/bin/sh\necho \"joinguard 0.1.0 ($1)\"\n").unwrap();
+    let sum = {
+        let out = std::process::Command::new("sha256sum")
+            .arg(&release)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let run = |url: &str, sha: &str| {
+        std::fs::write(
+            &env,
+            format!("JOINGUARD_URL={url}\nJOINGUARD_SHA256={sha}\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new("sh")
+            .arg(&script)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let url = format!("file://{release}");
+    let installed = || Path::new(&bin).exists();
+
+    // As copied: both empty, nothing in the image -> exit 1, naming what to set.
+    std::fs::write(&env, content("/etc/joinguard/release.env")).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("JOINGUARD_URL is empty") && err.contains("JOINGUARD_SHA256"),
+        "{err}"
+    );
+    assert!(!installed());
+
+    // A URL without a checksum is refused before anything is downloaded.
+    let (rc, _, err) = run(&url, "");
+    assert_eq!(rc, Some(1), "{err}");
+    assert!(err.contains("JOINGUARD_SHA256 is empty"), "{err}");
+    assert!(!installed());
+
+    // A wrong checksum: nothing installed, the download removed.
+    let (rc, _, err) = run(&url, &"0".repeat(64));
+    assert_eq!(rc, Some(1), "{err}");
+    assert!(
+        err.contains("does not match JOINGUARD_SHA256; not installed"),
+        "{err}"
+    );
+    assert!(!installed() && !Path::new(&format!("{bin}.download")).exists());
+
+    // The right one: installed, executable, and it runs.
+    let (rc, stdout, err) = run(&url, &sum);
+    assert_eq!(rc, Some(0), "{err}");
+    assert_eq!(stdout, "joinguard 0.1.0 (version)\n");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&bin).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+
+    // A binary baked into the image: used as it is, checked when a checksum is given.
+    let (rc, _, err) = run("", "");
+    assert_eq!(rc, Some(0), "{err}");
+    let (rc, _, err) = run("", &sum);
+    assert_eq!(rc, Some(0), "{err}");
+    let (rc, _, err) = run("", &"0".repeat(64));
+    assert_eq!(rc, Some(1), "{err}");
+    assert!(
+        err.contains("in the node image does not match JOINGUARD_SHA256"),
+        "{err}"
+    );
 }
 
 #[test]
