@@ -62,6 +62,8 @@ pub enum Input {
     NodeName,
     /// The command's overall deadline.
     Timeout,
+    /// How long preflight keeps checking until the path is fit.
+    Wait,
     /// The host (and port) a trace goes to.
     TraceTarget,
     /// The port a trace probes.
@@ -104,6 +106,7 @@ impl Input {
         Input::Bandwidth,
         Input::NodeName,
         Input::Timeout,
+        Input::Wait,
         Input::TraceTarget,
         Input::Port,
         Input::Protocol,

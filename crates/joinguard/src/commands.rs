@@ -144,7 +144,7 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
             unused.join(", ")
         ));
     }
-    let mut input = match rt.block_on(PreflightInput::from_spec(spec, &Recorder::new(), &Stderr)) {
+    let input = match rt.block_on(PreflightInput::from_spec(spec, &Recorder::new(), &Stderr)) {
         Ok(i) => i,
         Err(e) => {
             if json {
@@ -155,25 +155,9 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
             return stopped("preflight", &e);
         }
     };
-    match input.wait {
-        // --timeout bounds the whole run: discovery took its share of it already.
-        None => {
-            input.timeout = input
-                .timeout
-                .saturating_sub(started.elapsed())
-                .max(Duration::from_millis(500));
-        }
-        // --wait too: discovery waited as part of it (at least one check still runs).
-        Some(w) => {
-            input.wait = Some(
-                w.saturating_sub(started.elapsed())
-                    .max(Duration::from_millis(500)),
-            );
-        }
-    }
     // The report's first line at once, as kubeadm prints its own: the run takes seconds, and
     // the notes on stderr (traces, --wait) come after it, not before.
-    let header_shown = input.output == Output::Text;
+    let header_shown = input.output() == Output::Text;
     if header_shown {
         stdout_bytes(format!("{}\n", input.running_line()).as_bytes());
     }
@@ -199,7 +183,7 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
             ));
         }
         Outcome::Report(r) => {
-            print(r.as_ref(), input.output);
+            print(r.as_ref(), input.output());
             // With -o json the reason is in the document; stderr (a bootstrap log) gets it too.
             if json && r.ending() != Ending::Done {
                 let errors: Vec<String> = r
@@ -236,6 +220,10 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
         &recorder,
     );
     print(&report, spec.output);
+    // The reason on stderr too, whatever the report's format: a bootstrap log keeps stderr.
+    if let Some(why) = report.failure() {
+        say(&format!("joinguard update-status: {why}"));
+    }
     report.ending()
 }
 

@@ -202,23 +202,7 @@ fn discovered(
         ..PreflightSpec::new(FLAGS)
     };
     let input = rt.block_on(PreflightInput::from_spec(spec, &Recorder::new(), &Stderr))?;
-    let ca = input.etcd_ca.ok_or_else(|| {
-        Stopped::Failed(format!(
-            "{cmd}: discovery found no etcd CA (an external etcd without kubeadm-certs?); give \
-             --etcd-endpoints with --etcd-cacert, --etcd-cert and --etcd-key"
-        ))
-    })?;
-    if input.etcd_clients.is_empty() {
-        return Err(Stopped::Failed(format!(
-            "{cmd}: discovery found no etcd member (no external etcd, no ClusterStatus, no \
-             annotated etcd pod); give --etcd-endpoints"
-        )));
-    }
-    Ok(EtcdAccess {
-        endpoints: input.etcd_clients.iter().map(|t| t.url()).collect(),
-        ca,
-        identity: input.etcd_identity,
-    })
+    EtcdAccess::discovered(input).map_err(|e| Stopped::Failed(format!("{cmd}: {e}")))
 }
 
 /// kubeadm's certificate directory: the join's own etcd client identity

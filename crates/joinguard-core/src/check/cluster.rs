@@ -92,7 +92,7 @@ impl Checker {
                              node's etcd starts as that member. Older kubeadm patch releases \
                              retry the add until timeouts.etcdAPICall and fail with \
                              \"etcdserver: Peer URLs already exists\"; with those, remove it \
-                             first: joinguard etcd cleanup --member-id {id}",
+                             first: `joinguard etcd cleanup --member-id {id}`",
                             MemberState::of(m)
                         ),
                     )
@@ -129,10 +129,11 @@ impl Checker {
                          {:?} twice, which etcd does not accept; the join fails at promotion and \
                          leaves the new learner behind. If it is this node's old registration, \
                          remove it first (etcdctl member remove {id}); if another node has that \
-                         name, give this node its own (--node-name)",
+                         name, give this node its own ({})",
                         m.name,
                         node.peer_url.as_deref().unwrap_or("this node's peer URL"),
-                        m.name
+                        m.name,
+                        self.input(crate::input::Input::NodeName, "another node name"),
                     ),
                 ));
                 continue;
@@ -156,9 +157,9 @@ impl Checker {
                     Status::Error,
                     format!(
                         "etcd {} {id} ({peer}) was added but never started (no name, no client \
-                         URLs), as a failed join leaves it: {why}. Remove it: joinguard etcd \
-                         cleanup --member-id {id} (with the same etcd flags), or etcdctl member \
-                         remove {id}",
+                         URLs), as a failed join leaves it: {why}. Remove it: `joinguard etcd \
+                         cleanup --member-id {id}` (with the same etcd flags), or `etcdctl member \
+                         remove {id}`",
                         if m.is_learner { "learner" } else { "member" }
                     ),
                 ));
@@ -296,6 +297,18 @@ mod tests {
                 .contains("--initial-cluster lists \"cp4\" twice"),
             "{}",
             r[0].message
+        );
+        // The input to change, as each caller spells it: the CLI's flag, the monitor's key.
+        let members = three_and(m(7, "cp4", "10.0.0.8", true, false));
+        let cli = Checker::default()
+            .spelled(crate::input::tests::FLAGS)
+            .cluster_state(&members, &node);
+        assert!(
+            cli[0]
+                .message
+                .ends_with("give this node its own (--node-name)"),
+            "{}",
+            cli[0].message
         );
         // Neither: nothing to say.
         let r = Checker::default()

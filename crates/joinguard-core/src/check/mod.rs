@@ -60,6 +60,9 @@ pub struct Checker {
     /// checks' messages, turns it off ([`Checker::terse`]): formatting 20,000 passing
     /// sentences was a third of its evaluation.
     pub ok_messages: bool,
+    /// How the caller spells its inputs, for a message that names one (`--timeout` on the
+    /// command line, a YAML key in the monitor); `None`: the input is described in words.
+    pub spelling: Option<crate::input::Spelling>,
 }
 
 impl Default for Checker {
@@ -75,7 +78,19 @@ impl Checker {
             sampling: SamplingPolicy::default(),
             ignore,
             ok_messages: true,
+            spelling: None,
         }
+    }
+
+    /// Names inputs in its messages as `spelling` spells them.
+    pub fn spelled(mut self, spelling: crate::input::Spelling) -> Checker {
+        self.spelling = Some(spelling);
+        self
+    }
+
+    /// `input` as the caller spells it, or `words` when no spelling was given.
+    pub(crate) fn input(&self, input: crate::input::Input, words: &'static str) -> &'static str {
+        self.spelling.map_or(words, |s| s.spell(input))
     }
 
     /// The same checker with empty messages on passing latency and loss checks.

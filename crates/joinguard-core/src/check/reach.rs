@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use super::model::{CheckName, CheckResult, Status};
 use super::wording::describe;
 use super::Checker;
+use crate::input::Input;
 use crate::probe::{ProbeFailure, ProbeKind};
 use crate::stats::Summary;
 use crate::target::{Target, TargetKind};
@@ -96,10 +97,11 @@ impl Checker {
                 (
                     Status::Error,
                     format!(
-                        "{}: not probed: no probe of its port ran before --timeout ended, so \
-                         nothing shows the join could reach it; give the run more time \
-                         (--timeout)",
-                        describe(t)
+                        "{}: not probed: no probe of its port ran before the run's deadline \
+                         ({timeout}) ended, so nothing shows the join could reach it; give the \
+                         run more time",
+                        describe(t),
+                        timeout = self.input(Input::Timeout, "its time limit"),
                     ),
                 )
             } else if !silent(&streams) {

@@ -72,45 +72,71 @@ pub enum InputError {
     },
 }
 
-/// Everything a preflight run needs, validated.
+/// Everything a preflight run needs, validated: built once by [`PreflightInput::from_spec`] from
+/// the flags or the monitor's section, the join configuration and what discovery found, and
+/// read-only after (its fields are the core's; callers read them through the methods below).
 #[derive(Debug)]
 pub struct PreflightInput {
-    pub api: Option<Target>,
-    pub api_ca: Option<CaBundle>,
-    pub etcd_clients: Vec<Target>,
+    pub(crate) api: Option<Target>,
+    pub(crate) api_ca: Option<CaBundle>,
+    pub(crate) etcd_clients: Vec<Target>,
     /// Peer URLs given on the command line; more come from MemberList when there is an identity.
-    pub etcd_peers: Vec<Target>,
-    pub etcd_ca: Option<CaBundle>,
-    pub etcd_identity: Option<ClientIdentity>,
-    pub heartbeat: Duration,
-    pub election: Duration,
-    pub thresholds: Thresholds,
-    pub ignore: IgnoreList,
-    pub write_probe: bool,
+    pub(crate) etcd_peers: Vec<Target>,
+    pub(crate) etcd_ca: Option<CaBundle>,
+    pub(crate) etcd_identity: Option<ClientIdentity>,
+    pub(crate) heartbeat: Duration,
+    pub(crate) election: Duration,
+    pub(crate) thresholds: Thresholds,
+    pub(crate) ignore: IgnoreList,
+    pub(crate) write_probe: bool,
     /// Run the bandwidth probe (when an etcd identity is known by then), for at most this long.
-    pub bandwidth: bool,
-    pub bandwidth_cap: Duration,
-    pub wait: Option<Duration>,
-    pub timeout: Duration,
-    pub node_name: String,
-    pub output: Output,
+    pub(crate) bandwidth: bool,
+    pub(crate) bandwidth_cap: Duration,
+    pub(crate) wait: Option<Duration>,
+    pub(crate) timeout: Duration,
+    pub(crate) node_name: String,
+    pub(crate) output: Output,
     /// A control-plane join (`--control-plane` or `controlPlane` in `--config`).
-    pub control_plane: bool,
+    pub(crate) control_plane: bool,
     /// This node's address (`--apiserver-advertise-address`), checked to be local.
-    pub advertise_address: Option<std::net::IpAddr>,
+    pub(crate) advertise_address: Option<std::net::IpAddr>,
     /// Facts about the inputs for the report (kubeadm check names given, a worker join, ...).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// The proxy environment the join's calls will meet (`HTTPS_PROXY`, `NO_PROXY`).
-    pub proxy: crate::proxy::ProxyEnv,
+    pub(crate) proxy: crate::proxy::ProxyEnv,
     /// The cluster's service and pod subnets (kubeadm-config), for `HTTPProxyCIDR` on a
     /// control-plane join.
-    pub cluster_cidrs: Vec<String>,
+    pub(crate) cluster_cidrs: Vec<String>,
     /// The cluster's `kubernetesVersion` (kubeadm-config), which the joining kubeadm matches:
     /// it decides how kubeadm's etcd client meets a proxy (docs/proxy.md).
-    pub cluster_version: Option<String>,
+    pub(crate) cluster_version: Option<String>,
+    /// How the user spelled these inputs: the run's own messages name an input through it
+    /// (`--timeout` on the command line, the monitor's YAML key), never by an assumed flag.
+    pub(crate) spelling: Spelling,
 }
 
 impl PreflightInput {
+    /// How long the checks may keep trying for a fit path (`--wait`), what is left of it after
+    /// discovery.
+    pub fn wait(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// The run's deadline (`--timeout`), what is left of it after discovery.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The report's format.
+    pub fn output(&self) -> Output {
+        self.output
+    }
+
+    /// This node's name (the flag, the join configuration, or the hostname).
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
     /// kubeadm 1.34 links grpc-go 1.72.1, which decides the proxy once, for the etcd client's
     /// target (its first endpoint), and tunnels every member's calls the same way
     /// (grpc/grpc-go #7881, fixed in 1.72.2 by #8329). The first endpoint when this cluster's
@@ -293,6 +319,7 @@ impl PreflightInput {
             notes: Vec::new(),
             cluster_cidrs: Vec::new(),
             cluster_version: None,
+            spelling: a.spelling,
             proxy: if a.ignore_proxy_env {
                 crate::proxy::ProxyEnv::default()
             } else {

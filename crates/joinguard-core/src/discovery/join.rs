@@ -36,6 +36,7 @@ impl PreflightInput {
         recorder: &Recorder,
         notes: &dyn Notes,
     ) -> Result<PreflightInput, Stopped> {
+        let started = std::time::Instant::now();
         let invalid = |e: InputError| Stopped::Invalid(e.to_string());
         let line = kubeadm_join_line(&mut args, notes).map_err(invalid)?;
         let mut discovery = DiscoveryInput::from_args(&args).map_err(invalid)?;
@@ -115,6 +116,17 @@ impl PreflightInput {
                     });
                 }
             }
+        }
+        // The deadline bounds the whole run, discovery included: the checks get what is left
+        // of it (at least half a second, so that one check still runs). With a wait, the wait
+        // bounds the run the same way.
+        let left = |d: Duration| {
+            d.saturating_sub(started.elapsed())
+                .max(Duration::from_millis(500))
+        };
+        match input.wait {
+            None => input.timeout = left(input.timeout),
+            Some(w) => input.wait = Some(left(w)),
         }
         Ok(input)
     }

@@ -89,7 +89,7 @@ pub struct TokenFormatError;
 /// A `--discovery-token-ca-cert-hash` pin that cannot be read (a pin is public: it is quoted).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PinError {
-    #[error("{0:?}: a CA pin must look like sha256:<64 hex digits> (kubeadm token create --print-join-command prints it)")]
+    #[error("{0:?}: a CA pin must look like sha256:<64 hex digits> (`kubeadm token create --print-join-command` prints it)")]
     Form(String),
     #[error("{pin:?}: the SHA-256 pin must have 64 hex digits, it has {digits}")]
     Length { pin: String, digits: usize },
@@ -297,8 +297,8 @@ pub async fn discover(
                     TrustFailureKind::CaPin,
                     format!(
                         "the cluster CA's public key hash is {}, which matches none of the given \
-                     CA pins. Check the pin (kubeadm token create --print-join-command prints \
-                     it), or the endpoint is not your cluster",
+                     CA pins. Check the pin (`kubeadm token create --print-join-command` \
+                     prints it), or the endpoint is not your cluster",
                         got.first()
                             .map(|g| format!("sha256:{}", hex(g)))
                             .unwrap_or_default()

@@ -33,6 +33,7 @@ fn flag(i: Input) -> &'static str {
         Input::Bandwidth => "--bandwidth",
         Input::NodeName => "--node-name",
         Input::Timeout => "--timeout",
+        Input::Wait => "--wait",
         Input::TraceTarget => "TARGET",
         Input::Port => "--port",
         Input::Protocol => "--protocol",

@@ -230,7 +230,8 @@ fn pick<'a>(
             }
         }
         Err(many) => Err(CleanupOutcome::Refused(format!(
-            "{} members match {}: {}; name the one to remove with --member-id",
+            "{} members match {}: {}; name the one to remove by its ID (`joinguard etcd \
+             cleanup --member-id <id>`)",
             many.len(),
             spec.node,
             many.iter()

@@ -49,6 +49,44 @@ pub struct EtcdAccess {
     pub identity: Option<ClientIdentity>,
 }
 
+/// What discovery left out that promote and cleanup need.
+#[derive(Debug, thiserror::Error)]
+pub enum NotDiscovered {
+    #[error(
+        "discovery found no etcd CA (an external etcd without kubeadm-certs?); give {explicit}"
+    )]
+    Ca { explicit: String },
+    #[error(
+        "discovery found no etcd member (no external etcd, no ClusterStatus, no annotated etcd \
+         pod); give {endpoints}"
+    )]
+    Members { endpoints: &'static str },
+}
+
+impl EtcdAccess {
+    /// The etcd members and the TLS material to reach them, from the join's validated input
+    /// (flags, join configuration, token discovery), as preflight takes them.
+    pub fn discovered(
+        input: crate::discovery::input::PreflightInput,
+    ) -> Result<EtcdAccess, NotDiscovered> {
+        let Some(ca) = input.etcd_ca else {
+            return Err(NotDiscovered::Ca {
+                explicit: input.spelling.explicit_etcd(),
+            });
+        };
+        if input.etcd_clients.is_empty() {
+            return Err(NotDiscovered::Members {
+                endpoints: input.spelling.spell(crate::input::Input::EtcdEndpoints),
+            });
+        }
+        Ok(EtcdAccess {
+            endpoints: input.etcd_clients.iter().map(|t| t.url()).collect(),
+            ca,
+            identity: input.etcd_identity,
+        })
+    }
+}
+
 /// Why promote or cleanup could not run or finish. A [`PromoteOutcome::Refused`] or
 /// [`CleanupOutcome::Refused`] is a decision, not an error.
 #[derive(Debug, thiserror::Error)]

@@ -462,6 +462,7 @@ fn key(i: Input) -> &'static str {
         Input::DiscoveryFile => "the joinConfig's discovery.file",
         Input::Timeout => "the monitor's discovery deadline",
         Input::WriteProbe | Input::Bandwidth => "a probe the monitor does not run",
+        Input::Wait => "a preflight input the monitor does not take (it probes without end)",
         Input::Kubeconfig => "a kubeconfig",
         Input::TraceTarget
         | Input::Port
@@ -798,5 +799,37 @@ mod tests {
             }
         );
         assert_eq!(ordinal("joinguard-monitor-7b9f"), None);
+    }
+}
+
+/// The monitor's findings name its YAML keys, the CLI's its flags: the same checks, spelled by
+/// each caller.
+#[cfg(test)]
+mod spelling_tests {
+    use super::KEYS;
+    use crate::check::{Checker, Status};
+    use crate::target::{Target, TargetKind};
+
+    #[test]
+    fn a_finding_names_the_deadline_as_the_monitor_or_the_cli_spells_it() {
+        let p = Target::parse_url(TargetKind::EtcdPeer, "https://10.0.0.3:2380").unwrap();
+        let error = |c: Checker| {
+            c.judge(std::slice::from_ref(&p), &[])
+                .into_iter()
+                .find(|r| r.status == Status::Error)
+                .expect("an unprobed target is an error")
+                .message
+        };
+        let monitor = error(Checker::default().spelled(KEYS));
+        assert!(!monitor.contains("--"), "{monitor}");
+        assert!(
+            monitor.contains("(the monitor's discovery deadline)"),
+            "{monitor}"
+        );
+        let cli = error(Checker::default().spelled(crate::input::tests::FLAGS));
+        assert!(
+            cli.contains("before the run's deadline (--timeout) ended"),
+            "{cli}"
+        );
     }
 }

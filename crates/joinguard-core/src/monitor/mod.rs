@@ -328,7 +328,9 @@ pub async fn start(
     let shared = Arc::new(Shared::new(
         config,
         // Only failing checks' messages are shown (the verdict, /readyz).
-        Checker::new(thresholds, ignore).terse(),
+        Checker::new(thresholds, ignore)
+            .terse()
+            .spelled(config::KEYS),
         etcd_identity,
         recorder,
         cluster_tls.clone(),

@@ -21,6 +21,7 @@ use crate::check::{
     unreachable_endpoints, CheckName, CheckResult, Checker, Status, CLUSTER_TARGET,
 };
 use crate::failure::{Ending, TrustFailure};
+use crate::input::Input;
 use crate::notes::Notes;
 use crate::probe::ProbeKind;
 use crate::retry::{wait_until, Backoff};
@@ -80,7 +81,7 @@ async fn check_tracing_early(
 ) -> (Outcome, traces::Started) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut early = traces::Early::new(
-        Checker::new(input.thresholds.clone(), input.ignore.clone()),
+        Checker::new(input.thresholds.clone(), input.ignore.clone()).spelled(input.spelling),
         input.etcd_identity.is_none(),
         Instant::now() + input.timeout,
     );
@@ -134,10 +135,11 @@ async fn check_until_done(input: &PreflightInput, notes: &dyn Notes) -> Outcome 
             };
             if text || !errors.is_empty() {
                 notes.note(&format!(
-                    "[preflight] check {} after {:.1}s: not fit ({}); {next} (--wait {})",
+                    "[preflight] check {} after {:.1}s: not fit ({}); {next} ({} {})",
                     p.attempt,
                     p.elapsed.as_secs_f64(),
                     errors.join(", "),
+                    input.spelling.spell(Input::Wait),
                     humantime::format_duration(wait)
                 ));
             }
@@ -203,7 +205,8 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
         .filter(|s| !(s.target.kind == TargetKind::EtcdPeer && is_own(&s.target.endpoint)))
         .map(|s| Summary::from_samples(&s.target, s.probe, &s.samples))
         .collect();
-    let checker = Checker::new(input.thresholds.clone(), input.ignore.clone());
+    let checker =
+        Checker::new(input.thresholds.clone(), input.ignore.clone()).spelled(input.spelling);
     // Every target the run was given or found in the member list is judged, answered or not.
     let mut targets: Vec<Target> = input
         .api
@@ -396,7 +399,8 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     if let Some(addr) = input.advertise_address {
         notes.extend(source_address_notes(addr, &summaries));
         let targets: Vec<&Target> = summaries.iter().map(|s| &s.target).collect();
-        if let Some(c) = address_family_check(addr, &targets) {
+        let flag = input.spelling.spell(Input::ApiserverAdvertiseAddress);
+        if let Some(c) = address_family_check(addr, &targets, flag) {
             checks.push(c);
         }
     }
@@ -424,8 +428,11 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
             name: CheckName::EtcdHealth,
             target: CLUSTER_TARGET.to_string(),
             status: Status::Error,
-            message: "nothing could be measured before --timeout ended; give the run more time"
-                .to_string(),
+            message: format!(
+                "nothing could be measured before the run's deadline ({}) ended; give the run \
+                 more time",
+                input.spelling.spell(Input::Timeout)
+            ),
             measured: None,
             threshold: None,
         });
@@ -434,6 +441,7 @@ pub(crate) fn evaluate(input: &PreflightInput, obs: Observations, took: Duration
     let mut report = Report::new(&summaries, checks, notes, took);
     report.ignored_all = input.ignore.is_all();
     report.worker_join = input.worker_join();
+    report.spelled = report::Spelled::by(input.spelling);
     report
 }
 
@@ -547,7 +555,11 @@ const FILTERED_AFTER: u64 = 20;
 /// this one was left with the wrong address (kubernetes-sigs/kind #348: without
 /// `advertiseAddress` a second control plane fell back to IPv4). `None` when the members' family
 /// is unknown or mixed, or matches.
-fn address_family_check(advertise: IpAddr, targets: &[&Target]) -> Option<CheckResult> {
+fn address_family_check(
+    advertise: IpAddr,
+    targets: &[&Target],
+    advertise_input: &str,
+) -> Option<CheckResult> {
     let family = |ip: &IpAddr| if ip.is_ipv6() { "IPv6" } else { "IPv4" };
     let of_kind = |kind: TargetKind| -> Vec<IpAddr> {
         targets
@@ -578,8 +590,8 @@ fn address_family_check(advertise: IpAddr, targets: &[&Target]) -> Option<CheckR
              {} addresses ({}): kubeadm would register this node's member at {}, which every \
              member must dial in {}, and a cluster built in {} has no such path (etcd and the \
              API server follow the node's first IP family; kubernetes-sigs/kind #348). Give this \
-             node's {} address as the advertise address (--apiserver-advertise-address, \
-             controlPlane.localAPIEndpoint.advertiseAddress)",
+             node's {} address as the advertise address ({advertise_input}, or \
+             controlPlane.localAPIEndpoint.advertiseAddress in a join configuration)",
             family(&advertise),
             family(first),
             listed.join(", "),
@@ -659,7 +671,12 @@ mod family_tests {
             peer("https://[fd00:198:18::3]:2380"),
         ];
         let refs: Vec<&Target> = v6.iter().collect();
-        let c = address_family_check("10.0.0.5".parse().unwrap(), &refs).expect("a finding");
+        let c = address_family_check(
+            "10.0.0.5".parse().unwrap(),
+            &refs,
+            "--apiserver-advertise-address",
+        )
+        .expect("a finding");
         assert_eq!(
             (c.name, c.status),
             (CheckName::EtcdAddressFamily, Status::Error)
@@ -676,6 +693,7 @@ mod family_tests {
         let c = address_family_check(
             "fd00::5".parse().unwrap(),
             &[&peer("https://10.0.0.2:2380")],
+            "--apiserver-advertise-address",
         )
         .expect("a finding");
         assert!(
@@ -683,9 +701,24 @@ mod family_tests {
             "{}",
             c.message
         );
-        assert!(address_family_check("fd00::5".parse().unwrap(), &refs).is_none());
+        assert!(address_family_check(
+            "fd00::5".parse().unwrap(),
+            &refs,
+            "--apiserver-advertise-address"
+        )
+        .is_none());
         let mixed = [&v6[0], &peer("https://10.0.0.2:2380")];
-        assert!(address_family_check("10.0.0.5".parse().unwrap(), &mixed).is_none());
-        assert!(address_family_check("10.0.0.5".parse().unwrap(), &[]).is_none());
+        assert!(address_family_check(
+            "10.0.0.5".parse().unwrap(),
+            &mixed,
+            "--apiserver-advertise-address"
+        )
+        .is_none());
+        assert!(address_family_check(
+            "10.0.0.5".parse().unwrap(),
+            &[],
+            "--apiserver-advertise-address"
+        )
+        .is_none());
     }
 }

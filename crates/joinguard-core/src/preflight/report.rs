@@ -51,6 +51,37 @@ pub struct Report {
     /// What was probed, for the text header.
     #[serde(skip)]
     pub scope: Scope,
+    /// The inputs the text names, as the run's caller spells them (the ignore list, the
+    /// deadline); words when it did not say.
+    #[serde(skip)]
+    pub spelled: Spelled,
+}
+
+/// The inputs a report's text names, spelled by the caller (`--ignore-preflight-errors`, or a
+/// YAML key); the default describes them in words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spelled {
+    pub ignore: &'static str,
+    pub timeout: &'static str,
+}
+
+impl Default for Spelled {
+    fn default() -> Spelled {
+        Spelled {
+            ignore: "the ignore list",
+            timeout: "the time limit",
+        }
+    }
+}
+
+impl Spelled {
+    pub fn by(spelling: crate::input::Spelling) -> Spelled {
+        use crate::input::Input;
+        Spelled {
+            ignore: spelling.spell(Input::IgnorePreflightErrors),
+            timeout: spelling.spell(Input::Timeout),
+        }
+    }
 }
 
 /// The trace of a target that failed a latency or loss check.
@@ -157,6 +188,7 @@ impl Report {
             traces: None,
             retries: None,
             scope,
+            spelled: Spelled::default(),
         }
     }
 
@@ -187,6 +219,7 @@ pub(crate) fn render_json<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
 /// their status `ignored`.
 pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::Result<()> {
     let join = join_kind(report.worker_join);
+    let ignore_input = report.spelled.ignore;
     if !report.header_shown {
         writeln!(w, "{}", running_line(report.worker_join))?;
     }
@@ -199,9 +232,9 @@ pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
         .filter(|c| matches!(c.status, Status::Warning | Status::Ignored))
     {
         let ignored = if c.status == Status::Ignored {
-            " (ignored: --ignore-preflight-errors)"
+            format!(" (ignored: {ignore_input})")
         } else {
-            ""
+            String::new()
         };
         writeln!(w, "\t[WARNING {}]: {}{ignored}", c.name, c.message)?;
     }
@@ -216,9 +249,9 @@ pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
             .count();
         writeln!(
             w,
-            "[preflight] WARNING: --ignore-preflight-errors=all: every joinguard error was \
-             ignored ({ignored} check{} would have failed or warned); this verdict says nothing \
-             about the network",
+            "[preflight] WARNING: {ignore_input}=all: every joinguard error was ignored \
+             ({ignored} check{} would have failed or warned); this verdict says nothing about \
+             the network",
             if ignored == 1 { "" } else { "s" }
         )?;
     }
@@ -255,7 +288,7 @@ pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
         writeln!(
             w,
             "[preflight] If you know what you are doing, you can make a check non-fatal with \
-             `--ignore-preflight-errors={}`",
+             `{ignore_input}={}`",
             names.join(",")
         )?;
     } else {
@@ -269,7 +302,7 @@ pub(crate) fn render_text<W: Write + ?Sized>(report: &Report, w: &mut W) -> io::
             writeln!(
                 w,
                 "[preflight] No fatal errors only because every error was ignored \
-                 (--ignore-preflight-errors=all), with {warnings} warning{} (took {took:.1}s)",
+                 ({ignore_input}=all), with {warnings} warning{} (took {took:.1}s)",
                 if warnings == 1 { "" } else { "s" }
             )?;
         } else if warnings == 0 {
@@ -444,12 +477,14 @@ mod tests {
         checks.push(c.etcd_identity(true));
         sums.push(dark);
         let checks = c.finish(checks);
-        Report::new(
+        let mut r = Report::new(
             &sums,
             checks,
             vec!["etcd peer URLs taken from --etcd-peer-endpoints".into()],
             Duration::from_millis(1234),
-        )
+        );
+        r.spelled = Spelled::by(crate::input::tests::FLAGS);
+        r
     }
 
     fn text(r: &Report) -> String {

@@ -376,11 +376,18 @@ pub async fn observe(
         .and_then(|ca| TlsClient::new(ca, input.etcd_identity.as_ref(), &[ALPN_H2]).ok());
     // The API is reached as the join reaches it: through the proxy the environment sends it to.
     let api_proxy = input.api.as_ref().and_then(|t| input.proxy.tunnel_for(t));
-    let api_tls = input
+    let api_tls = match input
         .api_ca
         .as_ref()
-        .and_then(|ca| TlsClient::new(ca, None, &[ALPN_HTTP1]).ok())
-        .map(|c| c.through(api_proxy));
+        .map(|ca| TlsClient::new(ca, None, &[ALPN_HTTP1]))
+    {
+        Some(Ok(c)) => Some(c.through(api_proxy)),
+        Some(Err(e)) => {
+            shared.note(format!("API server TLS configuration: {e}"));
+            None
+        }
+        None => None,
+    };
 
     if input.etcd_identity.is_none() && !input.etcd_clients.is_empty() {
         shared.note(
@@ -527,6 +534,13 @@ pub async fn observe(
         )));
     }
     if let Some(api) = &input.api {
+        if input.api_ca.is_none() {
+            shared.note(format!(
+                "no API server CA ({}): {api} is probed with TCP connects only; /readyz and \
+                 APIServerLatency are not measured",
+                input.spelling.spell(crate::input::Input::ApiserverCacert)
+            ));
+        }
         tasks.push(Box::pin(api_target(
             clock,
             &policy,
@@ -1210,10 +1224,6 @@ async fn api_target(
     shared: &Shared,
 ) {
     let Some(tls) = tls else {
-        shared.note(format!(
-            "no --apiserver-cacert: {target} is probed with TCP connects only; /readyz and \
-             APIServerLatency are not measured"
-        ));
         let samples = match proxy {
             // Through the proxy: the time to its `200` is the connection the join gets.
             Some(p) => {
@@ -1640,7 +1650,10 @@ async fn opt_in(clock: Clock, input: &PreflightInput, tls: Option<&EtcdTls>, sha
         };
         let to = clock.left().min(SETUP_TIMEOUT);
         if to < Duration::from_millis(100) {
-            shared.note("the run's --timeout ended before the bandwidth or write probe".into());
+            shared.note(format!(
+                "the run's deadline ({}) ended before the bandwidth or write probe",
+                input.spelling.spell(crate::input::Input::Timeout)
+            ));
             return;
         }
         let Ok(mut client) = etcd::connect(&target.url(), Some(tls), to).await else {

@@ -302,12 +302,13 @@ pub async fn attach(
     if !late.is_empty() {
         match fit(left) {
             None => report.notes.push(format!(
-                "no time was left in --timeout to trace the failing targets (needs about \
-                 {:.1}s); give --timeout more room, or run `joinguard trace {} --protocol tcp \
-                 --port {}`",
+                "no time was left in the run's deadline ({timeout}) to trace the failing targets \
+                 (needs about {:.1}s); give the run more time, or run `joinguard trace {} \
+                 --protocol tcp --port {}`",
                 (PROBE_TIMEOUT + INTERVAL * MIN_CYCLES).as_secs_f64(),
                 late[0].1,
-                late[0].2
+                late[0].2,
+                timeout = report.spelled.timeout,
             )),
             Some((cycles, budget)) => {
                 let hosts: Vec<String> = late

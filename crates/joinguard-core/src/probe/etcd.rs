@@ -170,7 +170,7 @@ impl EtcdFailure {
         if let Some(at) = joined.find("received fatal alert") {
             return EtcdFailure::Tls(format!(
                 "the member rejected the session ({}); etcd requires a client certificate signed \
-                 by its CA: check --etcd-cert and --etcd-key",
+                 by its CA: check the etcd client certificate and key given",
                 &joined[at..]
             ));
         }

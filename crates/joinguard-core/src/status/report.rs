@@ -63,6 +63,15 @@ impl<'a> StatusReport<'a> {
         }
     }
 
+    /// Why the run failed, as its closing line says it (`kube-system/kubeadm-config get: ...`);
+    /// `None` when nothing failed.
+    pub fn failure(&self) -> Option<String> {
+        self.run.ops.iter().find_map(|op| match &op.outcome {
+            OpOutcome::Failed(e) => Some(e.to_string()),
+            _ => None,
+        })
+    }
+
     /// Done (or nothing to do), Failed, or Untrusted when the failed operation met a
     /// certificate that did not verify.
     pub fn ending(&self) -> Ending {

@@ -222,7 +222,8 @@ pub fn findings(t: &PathTrace, a: &Attribution) -> Vec<String> {
             )),
             (_, None) => out.push(format!(
                 "{} not reached: no hop answered (check this host's firewall and its first \
-                 router; some networks drop {} probes, try another --protocol)",
+                 router; some networks drop {} probes: trace with another protocol, `joinguard trace \
+                 --protocol tcp`)",
                 t.address,
                 t.protocol.as_str()
             )),
@@ -246,7 +247,8 @@ pub fn findings(t: &PathTrace, a: &Attribution) -> Vec<String> {
     let silent = !matches!(t.final_reply, Some(FinalReply::Unreachable { .. }));
     if let (Some(size), false, true) = (t.size, t.reached, silent) {
         out.push(format!(
-            "probes were {size} bytes with DF set: if a trace without --size reaches {}, \
+            "probes were {size} bytes with DF set: if a trace of the default size \
+             (`joinguard trace` without `--size`) reaches {}, \
              packets of this size are dropped silently past the last hop that answered (a path \
              MTU blackhole); `joinguard preflight` measures the largest size that crosses \
              (PathMTU)",
