@@ -1076,11 +1076,11 @@ fn promote_cli_draws_a_bar_on_a_terminal_and_keeps_stdout_plain() {
     r.assert_exit(0);
     // The bar: its prefix, a bracketed bar and a percentage, drawn with terminal control
     // sequences, and the events above it as lines.
-    assert!(terminal.contains("[etcd] ["), "{terminal:?}");
+    assert!(terminal.contains("[etcd promote] ["), "{terminal:?}");
     assert!(terminal.contains("100%"), "{terminal:?}");
     assert!(terminal.contains('\u{1b}'), "drawn in place: {terminal:?}");
     assert!(
-        terminal.contains("[etcd] this node's member: learner"),
+        terminal.contains("[etcd promote] this node's member: learner"),
         "{terminal:?}"
     );
     // stdout: the outcome, one line, no control bytes.

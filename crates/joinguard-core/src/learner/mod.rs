@@ -16,6 +16,8 @@ pub mod cleanup;
 mod metrics;
 pub(crate) mod progress;
 pub mod promote;
+pub mod report;
+pub mod resolve;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,6 +34,8 @@ pub use cleanup::{cleanup, CleanupOutcome, CleanupSpec};
 pub use member::{MemberRef, MemberState, NodeRef, Quorum};
 pub use progress::{CatchUp, Progress};
 pub use promote::{promote, PromoteOutcome, PromoteSpec};
+pub use report::EtcdReport;
+pub use resolve::{resolve, EtcdMemberSpec, Resolved};
 
 /// kubeadm's own per-call cap on etcd calls (`cmd/kubeadm/app/util/etcd/etcd.go`: each call
 /// bounded at 2 s, retried every 500 ms until `timeouts.etcdAPICall`). Our default per attempt:
