@@ -59,6 +59,8 @@ struct RawConfig {
     path_mtu_interval: Option<String>,
     listen: Option<String>,
     #[serde(default)]
+    probe_endpoint: bool,
+    #[serde(default)]
     targets: Vec<RawTarget>,
     cluster: Option<RawCluster>,
     shard: Option<RawShard>,
@@ -163,6 +165,10 @@ pub struct MonitorConfig {
     /// How often each host's path MTU is probed (0: never). Needs CAP_NET_RAW.
     pub path_mtu_interval: Duration,
     pub listen: Option<SocketAddr>,
+    /// Serve `/probe?target=...&module=...` (blackbox_exporter's interface), so a Prometheus
+    /// drives probes through relabelling. Off by default: it makes the monitor connect where a
+    /// request asks.
+    pub probe_endpoint: bool,
     pub targets: Vec<StaticTarget>,
     /// preflight's inputs for the cluster section, ready for `PreflightInput::from_spec`.
     pub cluster: Option<PreflightSpec>,
@@ -406,6 +412,7 @@ impl MonitorConfig {
             member_list_interval,
             path_mtu_interval,
             listen,
+            probe_endpoint: raw.probe_endpoint,
             targets,
             cluster,
             shard,

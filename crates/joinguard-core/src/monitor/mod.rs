@@ -12,6 +12,7 @@
 pub(crate) mod config;
 pub(crate) mod metrics;
 pub use metrics::BuildLabels;
+pub mod probe_endpoint;
 pub(crate) mod prober;
 pub(crate) mod serve;
 pub(crate) mod shard;
@@ -79,6 +80,8 @@ pub struct Shared {
     cluster_tls: RwLock<ClusterTls>,
     /// Bumped at each replacement: a probe loop takes the new material at its next round.
     tls_generation: std::sync::atomic::AtomicU64,
+    /// `/probe` requests in flight ([`probe_endpoint::MAX_IN_FLIGHT`]).
+    probe_slots: tokio::sync::Semaphore,
 }
 
 impl Shared {
@@ -103,6 +106,7 @@ impl Shared {
             exposition: serve::ExpositionCache::new(serve::EXPOSITION_MAX_AGE),
             cluster_tls: RwLock::new(cluster_tls),
             tls_generation: Default::default(),
+            probe_slots: tokio::sync::Semaphore::new(probe_endpoint::MAX_IN_FLIGHT),
             config,
         }
     }

@@ -219,12 +219,21 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let path = req.uri().path().to_string();
+                let query = req.uri().query().unwrap_or("").to_string();
+                let scrape_timeout = req
+                    .headers()
+                    .get("x-prometheus-scrape-timeout-seconds")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
                 let accept = req
                     .headers()
                     .get(hyper::header::ACCEPT)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
                 async move {
+                    if path == "/probe" {
+                        return Ok::<_, Infallible>(probe(&shared, &query, scrape_timeout).await);
+                    }
                     // Encoding a 10,000-target scrape takes a while: off the probes' workers,
                     // so a scrape never delays a probe's timer.
                     let r = tokio::task::spawn_blocking(move || {
@@ -263,6 +272,36 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             }
         });
     }
+}
+
+/// `/probe` (blackbox_exporter's interface), when the config turns it on.
+async fn probe(
+    shared: &Shared,
+    query: &str,
+    scrape_timeout: Option<String>,
+) -> Response<Full<Bytes>> {
+    const PLAIN: &str = "text/plain; charset=utf-8";
+    if !shared.config.probe_endpoint {
+        return text(
+            StatusCode::NOT_FOUND,
+            PLAIN,
+            "/probe is off: set `probeEndpoint: true` in monitor.yaml to serve it\n".into(),
+        );
+    }
+    let (code, body) = super::probe_endpoint::answer(
+        query,
+        scrape_timeout.as_deref(),
+        shared.config.probe_timeout,
+        &shared.probe_slots,
+    )
+    .await;
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let content_type = if code == 200 {
+        "text/plain; version=0.0.4; charset=utf-8"
+    } else {
+        PLAIN
+    };
+    text(status, content_type, body)
 }
 
 fn text(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
