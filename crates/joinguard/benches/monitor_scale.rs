@@ -29,320 +29,15 @@
 
 #![allow(clippy::print_stdout)] // A benchmark prints its figures.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "scale/fabric.rs"]
+mod fabric;
 
-use socket2::{Domain, Socket, Type};
+use std::time::Duration;
 
-const JOINGUARD: &str = env!("CARGO_BIN_EXE_joinguard");
-const PORTS_PER_ADDR: usize = 100;
-const WARMUP: Duration = Duration::from_secs(5);
-
-/// Where the targets and the monitor run.
-enum Fabric {
-    /// Listeners on loopback, in this process's namespace, as the monitor.
-    Loopback,
-    /// The monitor in host `mon`, the targets in host `tgt`, through netlab's forwarder.
-    Lab(netlab::Lab),
-}
-
-impl Fabric {
-    /// Target `i` of scenario `scenario`: each scenario has its own addresses or ports, so the
-    /// previous one's listeners (closed asynchronously) cannot collide with the next one's.
-    fn target_addr(&self, scenario: usize, i: usize) -> SocketAddr {
-        match self {
-            Fabric::Loopback => {
-                let a = scenario * 110 + i / PORTS_PER_ADDR;
-                let ip = Ipv4Addr::new(
-                    127,
-                    77,
-                    u8::try_from(a / 250).unwrap(),
-                    u8::try_from(a % 250 + 1).unwrap(),
-                );
-                SocketAddr::new(
-                    ip.into(),
-                    20000 + u16::try_from(i % PORTS_PER_ADDR).unwrap(),
-                )
-            }
-            // One address: with connects that end in a reset nothing lingers in TIME_WAIT, so
-            // the ports alone keep the connections apart. All below the ephemeral range.
-            Fabric::Lab(lab) => {
-                let base = [10_000, 11_000, 12_000, 22_000][scenario];
-                SocketAddr::new(
-                    lab.host("tgt").addr().into(),
-                    u16::try_from(base + i).unwrap(),
-                )
-            }
-        }
-    }
-
-    /// Runs `f` where the targets live (their sockets belong to that namespace).
-    fn at_targets<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        match self {
-            Fabric::Loopback => f(),
-            Fabric::Lab(lab) => lab.host("tgt").run(f).expect("enter the targets' host"),
-        }
-    }
-
-    /// Runs `f` where the monitor runs (its /metrics is on that namespace's loopback).
-    fn at_monitor<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        match self {
-            Fabric::Loopback => f(),
-            Fabric::Lab(lab) => lab.host("mon").run(f).expect("enter the monitor's host"),
-        }
-    }
-
-    fn monitor_command(&self, bin: &std::ffi::OsStr) -> Command {
-        match self {
-            Fabric::Loopback => Command::new(bin),
-            Fabric::Lab(lab) => lab.host("mon").command(bin),
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Fabric::Loopback => "loopback",
-            Fabric::Lab(_) => "netlab",
-        }
-    }
-}
-
-fn raise_nofile() -> u64 {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let want = 262_144;
-    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
-    let hard = hard.max(want);
-    // Root may raise the hard limit; otherwise take what the hard limit allows.
-    if setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_err() {
-        let (_, h) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
-        setrlimit(Resource::RLIMIT_NOFILE, h, h).expect("setrlimit");
-    }
-    getrlimit(Resource::RLIMIT_NOFILE).unwrap().0
-}
-
-fn listener(addr: SocketAddr, backlog: i32) -> std::net::TcpListener {
-    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    s.set_reuse_address(true).unwrap();
-    s.bind(&addr.into())
-        .unwrap_or_else(|e| panic!("bind {addr}: {e}"));
-    s.listen(backlog).unwrap();
-    s.into()
-}
-
-/// The targets: healthy ones accepted and closed by `rt`'s tasks; blackholed ones full.
-struct Targets {
-    _blackholes: Vec<(std::net::TcpListener, Vec<TcpStream>)>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Targets {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-}
-
-fn start_targets(
-    rt: &tokio::runtime::Runtime,
-    fabric: &Fabric,
-    scenario: usize,
-    n: usize,
-    blackholed: usize,
-) -> Targets {
-    // Every 10th target is blackholed, so the slow ones are spread over the whole set.
-    let is_hole = |i: usize| {
-        blackholed > 0 && i.is_multiple_of(n / blackholed) && i / (n / blackholed) < blackholed
-    };
-    let addrs: Vec<SocketAddr> = (0..n).map(|i| fabric.target_addr(scenario, i)).collect();
-    let (healthy, holes) = fabric.at_targets(|| {
-        let mut healthy = Vec::new();
-        let mut holes = Vec::new();
-        for (i, &addr) in addrs.iter().enumerate() {
-            if is_hole(i) {
-                let l = listener(addr, 0);
-                // Backlog 0 holds one connection: this one, never accepted, fills the queue.
-                let held: Vec<TcpStream> =
-                    TcpStream::connect_timeout(&addr, Duration::from_millis(500))
-                        .into_iter()
-                        .collect();
-                // Prove on a sample that a further connect stalls (200 ms each, so not on all).
-                if holes.len() % 50 == 0 {
-                    let stalls =
-                        TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err();
-                    assert!(
-                        stalls,
-                        "{addr}: a connect to the full listener did not stall"
-                    );
-                }
-                holes.push((l, held));
-            } else {
-                let l = listener(addr, 1024);
-                l.set_nonblocking(true).unwrap();
-                healthy.push(l);
-            }
-        }
-        (healthy, holes)
-    });
-    let tasks = healthy
-        .into_iter()
-        .map(|l| {
-            rt.spawn(async move {
-                let l = tokio::net::TcpListener::from_std(l).unwrap();
-                loop {
-                    if let Ok((s, _)) = l.accept().await {
-                        drop(s);
-                    }
-                }
-            })
-        })
-        .collect();
-    Targets {
-        _blackholes: holes,
-        tasks,
-    }
-}
-
-struct Monitor {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_monitor(fabric: &Fabric, dir: &std::path::Path, scenario: usize, n: usize) -> Monitor {
-    let mut cfg = String::from(
-        "interval: 1s\njitter: 0.1\nprobeTimeout: 900ms\nwindow: 30\nmaxTargets: 20000\ntargets:\n",
-    );
-    for i in 0..n {
-        cfg.push_str(&format!(
-            "  - {{name: t{i}, kind: api-server, endpoint: {}}}\n",
-            fabric.target_addr(scenario, i)
-        ));
-    }
-    let path = dir.join(format!("monitor-{scenario}.yaml"));
-    std::fs::write(&path, cfg).unwrap();
-    let addr: SocketAddr = fabric.at_monitor(|| {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    });
-    let log = std::fs::File::create(dir.join(format!("monitor-{scenario}.log"))).unwrap();
-    // JOINGUARD_BENCH_BIN measures another build (a copy of the one before a change, to pair
-    // runs on one machine).
-    let bin = std::env::var_os("JOINGUARD_BENCH_BIN").unwrap_or_else(|| JOINGUARD.into());
-    let child = fabric
-        .monitor_command(&bin)
-        .args(["monitor", "--config"])
-        .arg(&path)
-        .args(["--listen", &addr.to_string()])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start joinguard monitor");
-    let m = Monitor { child, addr };
-    let t0 = Instant::now();
-    while fabric.at_monitor(|| scrape(m.addr)).is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "monitor did not serve /metrics"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    m
-}
-
-fn scrape(addr: SocketAddr) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    Some(buf.split_once("\r\n\r\n")?.1.to_string())
-}
-
-/// (le, cumulative count) of the lag histogram, and a counter's value.
-fn lag_buckets(text: &str) -> Vec<(f64, f64)> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("joinguard_probe_schedule_lag_seconds_bucket{le=\""))
-        .filter_map(|r| {
-            let (le, v) = r.split_once("\"} ")?;
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().ok()?
-            };
-            Some((le, v.trim().parse().ok()?))
-        })
-        .collect()
-}
-
-fn counter_sum(text: &str, name: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// histogram_quantile over the increase between two scrapes: (interpolated, bucket upper bound).
-fn quantile(q: f64, before: &[(f64, f64)], after: &[(f64, f64)]) -> (f64, f64) {
-    let inc: Vec<(f64, f64)> = after
-        .iter()
-        .zip(before)
-        .map(|((le, a), (_, b))| (*le, a - b))
-        .collect();
-    let total = inc.last().map(|x| x.1).unwrap_or(0.0);
-    let rank = q * total;
-    let mut prev = (0.0, 0.0);
-    for &(le, c) in &inc {
-        if c >= rank {
-            let upper = if le.is_infinite() { prev.0 } else { le };
-            let frac = if c > prev.1 {
-                (rank - prev.1) / (c - prev.1)
-            } else {
-                1.0
-            };
-            return (prev.0 + (upper - prev.0) * frac, le);
-        }
-        prev = (le, c);
-    }
-    (f64::NAN, f64::NAN)
-}
-
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command name (which may contain spaces): utime is 14th, stime 15th.
-    let rest = stat.rsplit_once(") ").unwrap().1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
-fn peak_rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
-    kb / 1024.0
-}
-
-fn clk_tck() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
+use fabric::{
+    bench_out_dir, measure_monitor, raise_nofile, start_monitor, start_targets, targets_runtime,
+    utc_date, Fabric, WARMUP,
+};
 
 #[derive(serde::Serialize)]
 struct Row {
@@ -371,42 +66,20 @@ fn run(
 ) -> Row {
     let _targets = start_targets(rt, fabric, scenario, n, blackholed);
     let m = start_monitor(fabric, dir, scenario, n);
-    let pid = m.child.id();
-    std::thread::sleep(WARMUP);
-    let before = fabric.at_monitor(|| scrape(m.addr)).expect("scrape");
-    let t0 = Instant::now();
-    let c0 = cpu_ticks(pid);
-    std::thread::sleep(measure);
-    let c1 = cpu_ticks(pid);
-    let secs = t0.elapsed().as_secs_f64();
-    let after = fabric.at_monitor(|| scrape(m.addr)).expect("scrape");
-    let rss = peak_rss_mb(pid);
-    let (b, a) = (lag_buckets(&before), lag_buckets(&after));
-    let (p50, _) = quantile(0.5, &b, &a);
-    let (p99, p99_le) = quantile(0.99, &b, &a);
-    // The highest bucket whose count grew bounds the worst lag seen.
-    let mut max_bucket = f64::NAN;
-    let inc: Vec<(f64, f64)> = a
-        .iter()
-        .zip(&b)
-        .map(|((le, x), (_, y))| (*le, x - y))
-        .collect();
-    for w in inc.windows(2) {
-        if w[1].1 > w[0].1 {
-            max_bucket = w[1].0;
-        }
-    }
-    let delta = |name: &str| (counter_sum(&after, name) - counter_sum(&before, name)) / secs;
+    let w = measure_monitor(fabric, &m, measure);
+    let secs = w.seconds;
+    let lag = w.lag();
+    let delta = |name: &str| w.increase(name) / secs;
     Row {
         targets: n,
         blackholed,
         seconds: secs,
-        cpu_pct_one_core: (c1 - c0) as f64 / clk_tck() / secs * 100.0,
-        peak_rss_mb: rss,
-        lag_p50_ms: p50 * 1000.0,
-        lag_p99_ms: p99 * 1000.0,
-        lag_p99_bucket_le_ms: p99_le * 1000.0,
-        lag_max_bucket_le_ms: max_bucket * 1000.0,
+        cpu_pct_one_core: w.cpu_seconds / secs * 100.0,
+        peak_rss_mb: w.peak_rss_mb,
+        lag_p50_ms: lag.p50 * 1000.0,
+        lag_p99_ms: lag.p99 * 1000.0,
+        lag_p99_bucket_le_ms: lag.p99_le * 1000.0,
+        lag_max_bucket_le_ms: lag.max_le * 1000.0,
         probes_per_s: delta("joinguard_probe_attempts_total"),
         failures_per_s: delta("joinguard_probe_failures_total"),
         rounds_skipped_per_s: delta("joinguard_probe_rounds_skipped_total"),
@@ -425,22 +98,9 @@ fn main() {
     eprintln!(
         "monitor_scale: RLIMIT_NOFILE {nofile}; {measure:?} per scenario after {WARMUP:?} warm-up"
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = targets_runtime();
     let dir = tempfile::tempdir().unwrap();
-    let fabric = if std::env::var_os("JOINGUARD_BENCH_LOOPBACK").is_some() {
-        Fabric::Loopback
-    } else {
-        Fabric::Lab(
-            netlab::Lab::builder()
-                .hosts(["mon", "tgt"])
-                .build()
-                .expect("a netlab lab for the monitor and its targets (run as root, or set JOINGUARD_BENCH_LOOPBACK=1)"),
-        )
-    };
+    let fabric = Fabric::from_env();
     eprintln!("monitor_scale: targets on {}", fabric.name());
     let mut rows = Vec::new();
     // JOINGUARD_BENCH_TARGETS=10000 runs the rows of that size only.
@@ -478,13 +138,7 @@ fn main() {
             r.rounds_skipped_per_s
         );
     }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target")
-        });
-    let out = target_dir.join("bench");
-    std::fs::create_dir_all(&out).unwrap();
+    let out = bench_out_dir();
     let json = serde_json::json!({
         "schemaVersion": 1,
         "bench": "monitor_scale",
@@ -493,11 +147,7 @@ fn main() {
         "measure_s": measure.as_secs(),
         "quick": quick,
         "fabric": fabric.name(),
-        "date": Command::new("date")
-            .args(["-u", "+%Y-%m-%dT%H:%MZ"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default(),
+        "date": utc_date(),
         "rows": rows,
     });
     // A partial run never replaces the whole table docs/benchmarks.md is rendered from.
