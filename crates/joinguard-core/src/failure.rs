@@ -7,6 +7,7 @@
 //! that meets one carries it as it is, adding where it happened ([`TrustFailure::context`]).
 //! Foundation: imports nothing from the crate.
 
+use std::fmt;
 use std::time::SystemTime;
 
 /// The validity window and subject of a server's leaf certificate.
@@ -110,18 +111,20 @@ impl Ending {
     }
 }
 
-/// A command that stopped early, with the message for the user.
+/// A command that stopped early, with the message for the user and, where an error caused it,
+/// that error (its chain is what `std::error::Error::source` walks: the binary prints it at
+/// `-vv`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Stopped {
     /// A flag, config field or file could not be used; nothing was judged.
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(Reason),
     /// A CA pin, JWS signature or certificate did not verify. Never retried or downgraded.
     #[error("{0}")]
     Trust(TrustFailure),
     /// The cluster could not be reached or read within the budget.
-    #[error("{0}")]
-    Failed(String),
+    #[error(transparent)]
+    Failed(Reason),
 }
 
 impl Stopped {
@@ -133,12 +136,103 @@ impl Stopped {
         }
     }
 
+    /// Invalid input, in these words (no error behind it).
+    pub fn input(message: impl Into<String>) -> Stopped {
+        Stopped::Invalid(Reason::from(message.into()))
+    }
+
+    /// A failure to reach or read the cluster, in these words.
+    pub fn failure(message: impl Into<String>) -> Stopped {
+        Stopped::Failed(Reason::from(message.into()))
+    }
+
+    /// Invalid input, the message being `e`'s, its cause kept.
+    pub fn invalid<E: std::error::Error + Send + Sync + 'static>(e: E) -> Stopped {
+        Stopped::Invalid(Reason::caused_by(e))
+    }
+
+    /// A failure to reach or read the cluster, the message being `e`'s, its cause kept.
+    pub fn failed<E: std::error::Error + Send + Sync + 'static>(e: E) -> Stopped {
+        Stopped::Failed(Reason::caused_by(e))
+    }
+
     /// The same kind, its message prefixed (`cluster: ...`).
     pub fn context(self, prefix: &str) -> Stopped {
         match self {
-            Stopped::Invalid(m) => Stopped::Invalid(format!("{prefix}{m}")),
+            Stopped::Invalid(m) => Stopped::Invalid(m.prefixed(prefix)),
             Stopped::Trust(t) => Stopped::Trust(t.context(prefix)),
-            Stopped::Failed(m) => Stopped::Failed(format!("{prefix}{m}")),
+            Stopped::Failed(m) => Stopped::Failed(m.prefixed(prefix)),
         }
     }
 }
+
+/// Why a command stopped: the sentence for the user, and the error it came from, if any. The
+/// sentence already says what that error says; [`std::error::Error::source`] goes on from the
+/// error's own cause (an I/O error under a file error, a TLS error under a transport error).
+#[derive(Clone)]
+pub struct Reason {
+    message: String,
+    cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Reason {
+    /// `e`'s message, `e` kept for its chain.
+    pub fn caused_by<E: std::error::Error + Send + Sync + 'static>(e: E) -> Reason {
+        Reason {
+            message: e.to_string(),
+            cause: Some(std::sync::Arc::new(e)),
+        }
+    }
+
+    fn prefixed(self, prefix: &str) -> Reason {
+        Reason {
+            message: format!("{prefix}{}", self.message),
+            cause: self.cause,
+        }
+    }
+}
+
+impl From<String> for Reason {
+    fn from(message: String) -> Reason {
+        Reason {
+            message,
+            cause: None,
+        }
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(message: &str) -> Reason {
+        Reason::from(message.to_string())
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            Some(c) => write!(f, "{:?} (from {c:?})", self.message),
+            None => write!(f, "{:?}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for Reason {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_deref().and_then(|c| c.source())
+    }
+}
+
+/// Two reasons are the same when they say the same (the cause is for the chain, not identity).
+impl PartialEq for Reason {
+    fn eq(&self, other: &Reason) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for Reason {}

@@ -76,7 +76,7 @@ pub fn runtime() -> std::io::Result<Runtime> {
 
 /// A command that stopped early: its message on stderr, its ending.
 fn stopped(command: &str, s: &Stopped) -> Ending {
-    say(&format!("joinguard {command}: {s}"));
+    crate::output::say_error(command, s);
     s.ending()
 }
 
@@ -206,12 +206,12 @@ pub fn preflight(rt: &Runtime, spec: PreflightSpec) -> Ending {
 pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
     let input = match StatusInput::from_spec(&spec, &Stderr) {
         Ok(i) => i,
-        Err(e) => return stopped("update-status", &Stopped::Invalid(e.to_string())),
+        Err(e) => return stopped("update-status", &Stopped::invalid(e)),
     };
     let recorder = Recorder::new();
     let run = rt.block_on(status::update_status(&input, &recorder));
     if let Some(e) = &run.input_error {
-        return stopped("update-status", &Stopped::Invalid(e.to_string()));
+        return stopped("update-status", &Stopped::input(e.clone()));
     }
     let report = StatusReport::new(
         input.client.server(),
@@ -231,7 +231,7 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
 pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
     let spec = match rt.block_on(TraceInput::from_spec(&request)) {
         Ok(s) => s,
-        Err(e) => return stopped("trace", &Stopped::Invalid(e.to_string())),
+        Err(e) => return stopped("trace", &Stopped::invalid(e)),
     };
     say(&format!(
         "[trace] tracing {} with {} probes{}{}: {} cycles {} apart, up to {} hops (ends within {})",
@@ -252,8 +252,8 @@ pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
             p.ending()
         }
         // No CAP_NET_RAW, or a protocol this host cannot send: the invocation is at fault.
-        Err(e @ TraceError::NoPrivilege(_)) => stopped("trace", &Stopped::Invalid(e.to_string())),
-        Err(e) => stopped("trace", &Stopped::Failed(e.to_string())),
+        Err(e @ TraceError::NoPrivilege(_)) => stopped("trace", &Stopped::invalid(e)),
+        Err(e) => stopped("trace", &Stopped::failed(e)),
     }
 }
 
@@ -261,7 +261,7 @@ pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
 pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> Ending {
     let mut config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
         Ok(c) => c,
-        Err(e) => return stopped("monitor", &Stopped::Invalid(format!("--config {e}"))),
+        Err(e) => return stopped("monitor", &Stopped::input(format!("--config {e}"))),
     };
     let b = crate::version::build_info();
     config.build = monitor::BuildLabels {

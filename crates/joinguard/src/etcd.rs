@@ -12,7 +12,6 @@ use tokio::runtime::Runtime;
 
 use crate::cli::{CleanupArgs, EtcdMemberArgs, Output, PromoteArgs, FLAGS};
 use crate::commands::Stderr;
-use crate::output::say;
 use crate::progress::Progress;
 
 /// The shared inputs as the core takes them.
@@ -74,9 +73,14 @@ fn progress<'a>(
 }
 
 /// A run's report on stdout (the JSON document even for a failure), its error on stderr.
-fn finish(cmd: &str, report: &EtcdReport, output: Output) -> Ending {
-    if let Some(e) = report.error() {
-        say(&format!("joinguard {cmd}: {e}"));
+fn finish(
+    cmd: &str,
+    report: &EtcdReport,
+    error: Option<&dyn std::error::Error>,
+    output: Output,
+) -> Ending {
+    if let Some(e) = error {
+        crate::output::say_error(cmd, e);
     }
     crate::output::print(report, output.into());
     report.ending()
@@ -89,7 +93,7 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
     let r = match resolve(rt, CMD, &args.member, true) {
         Ok(r) => r,
         Err(e) => {
-            say(&format!("joinguard {CMD}: {e}"));
+            crate::output::say_error(CMD, &e);
             return e.ending();
         }
     };
@@ -108,9 +112,11 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
         &recorder,
     ));
     display.finish();
+    let error = result.as_ref().err().map(|e| e as &dyn std::error::Error);
     finish(
         CMD,
         &EtcdReport::promote(&result, &recorder),
+        error,
         args.member.output,
     )
 }
@@ -122,7 +128,7 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
     let r = match resolve(rt, CMD, &args.member, args.member_id.is_none()) {
         Ok(r) => r,
         Err(e) => {
-            say(&format!("joinguard {CMD}: {e}"));
+            crate::output::say_error(CMD, &e);
             return e.ending();
         }
     };
@@ -142,9 +148,11 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
         &recorder,
     ));
     display.finish();
+    let error = result.as_ref().err().map(|e| e as &dyn std::error::Error);
     finish(
         CMD,
         &EtcdReport::cleanup(&result, &recorder),
+        error,
         args.member.output,
     )
 }

@@ -34,3 +34,31 @@ pub fn say(line: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
 }
+
+/// The line that ends a stopped run, `joinguard <command>: <error>`, and from `-vv` on the
+/// errors behind it, one `caused by:` line each (their debug form at `-vvv`).
+pub fn say_error(command: &str, e: &dyn std::error::Error) {
+    say(&format!("joinguard {command}: {e}"));
+    let verbosity = joinguard_core::logging::verbosity();
+    if verbosity < 2 {
+        return;
+    }
+    let top = e.to_string();
+    let mut cause = e.source();
+    let mut depth = 0;
+    while let (Some(c), true) = (cause, depth < 16) {
+        // A wrapper whose words are the message's already adds nothing.
+        if top.contains(&c.to_string()) {
+            cause = c.source();
+            depth += 1;
+            continue;
+        }
+        if verbosity >= 3 {
+            say(&format!("  caused by: {c} ({c:?})"));
+        } else {
+            say(&format!("  caused by: {c}"));
+        }
+        cause = c.source();
+        depth += 1;
+    }
+}

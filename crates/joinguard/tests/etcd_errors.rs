@@ -33,8 +33,13 @@ fn files(ca: &TestCa, dir: &std::path::Path) -> Files {
 
 /// `joinguard etcd promote` against `endpoint`; returns (exit code, stderr).
 fn promote(f: &Files, endpoint: &str) -> (i32, String) {
+    promote_with(f, endpoint, &[])
+}
+
+fn promote_with(f: &Files, endpoint: &str, extra: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_joinguard"))
         .args(["etcd", "promote", "--node-name", "cp4", "--timeout", "3s"])
+        .args(extra)
         .args(["--etcd-endpoints", endpoint])
         .args([
             "--etcd-cacert",

@@ -37,7 +37,7 @@ impl PreflightInput {
         notes: &dyn Notes,
     ) -> Result<PreflightInput, Stopped> {
         let started = std::time::Instant::now();
-        let invalid = |e: InputError| Stopped::Invalid(e.to_string());
+        let invalid = Stopped::invalid::<InputError>;
         let line = kubeadm_join_line(&mut args, notes).map_err(invalid)?;
         let mut discovery = DiscoveryInput::from_args(&args).map_err(invalid)?;
         // A control-plane verdict needs the etcd paths: with no etcd input, the identity comes from
@@ -46,7 +46,7 @@ impl PreflightInput {
         if line.control_plane && !line.explicit_etcd {
             match &mut discovery {
                 Some(d) => d.shared_certificates = true,
-                None => return Err(Stopped::Invalid(no_etcd_input(args.spelling))),
+                None => return Err(Stopped::input(no_etcd_input(args.spelling))),
             }
         }
         let mut input = PreflightInput::validate(&args).map_err(invalid)?;
@@ -109,9 +109,9 @@ impl PreflightInput {
                         DiscoveryError::Trust(t) => {
                             Stopped::Trust(t.context("trust failure during token discovery: "))
                         }
-                        DiscoveryError::Input(_) => Stopped::Invalid(message),
+                        DiscoveryError::Input(_) => Stopped::input(message),
                         DiscoveryError::Failed(_) => {
-                            Stopped::Failed(format!("{message}{}", proxy_hint.unwrap_or_default()))
+                            Stopped::failure(format!("{message}{}", proxy_hint.unwrap_or_default()))
                         }
                     });
                 }

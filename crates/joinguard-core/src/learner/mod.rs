@@ -392,6 +392,10 @@ fn describe_tls(e: &rustls::Error) -> String {
 }
 
 impl retry::Classify for EtcdCallError {
+    fn cause(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+
     fn classify(&self) -> retry::ErrorClass {
         if let etcd_client::Error::GRpcStatus(s) = &self.0 {
             if s.code() == tonic::Code::Cancelled && std::error::Error::source(s).is_some() {

@@ -74,7 +74,7 @@ pub async fn resolve(
     let name = |i| spec.spelling.name(i);
     // The files first: a directory that is not there is the first thing to fix.
     if let Some(dir) = spec.cert_dir.as_deref().filter(|d| !d.is_dir()) {
-        return Err(Stopped::Invalid(format!(
+        return Err(Stopped::input(format!(
             "{} {}: not a directory; expected kubeadm's certificate directory \
              (/etc/kubernetes/pki, with {CA})",
             name(Input::CertDir),
@@ -86,7 +86,7 @@ pub async fn resolve(
         .as_deref()
         .map(JoinConfig::load)
         .transpose()
-        .map_err(|e| Stopped::Invalid(format!("{} {e}", name(Input::Config))))?;
+        .map_err(|e| Stopped::input(format!("{} {e}", name(Input::Config))))?;
     if let Some(j) = &join {
         for w in &j.warnings {
             notes.note(&format!("{tag} WARNING: {}: {w}", spell(Input::Config)));
@@ -120,7 +120,7 @@ pub async fn resolve(
         .or_else(|| join.as_ref().and_then(|j| j.etcd_api_call))
         .unwrap_or(ETCD_API_CALL);
     if need_node && node_name.is_none() && address.is_none() {
-        return Err(Stopped::Invalid(format!(
+        return Err(Stopped::input(format!(
             "this node's identity is needed: {} NAME (its etcd member's name) and/or {} IP (its \
              peer URL is https://IP:2380), or {} with the join's JoinConfiguration",
             spell(Input::NodeName),
@@ -135,15 +135,14 @@ pub async fn resolve(
             Some(dir) => from_cert_dir(spec.spelling, tag, dir, notes)?,
             None => {
                 let ca = spec.etcd_cacert.as_deref().ok_or_else(|| {
-                    Stopped::Invalid(format!(
+                    Stopped::input(format!(
                         "the etcd CA is needed: {} FILE, or {} DIR (kubeadm's \
                          /etc/kubernetes/pki, which holds {CA})",
                         spell(Input::EtcdCacert),
                         spell(Input::CertDir)
                     ))
                 })?;
-                let ca = CaBundle::load(name(Input::EtcdCacert), ca)
-                    .map_err(|e| Stopped::Invalid(e.to_string()))?;
+                let ca = CaBundle::load(name(Input::EtcdCacert), ca).map_err(Stopped::invalid)?;
                 let identity = match (&spec.etcd_cert, &spec.etcd_key) {
                     (Some(c), Some(k)) => Some(load_identity(spec.spelling, c, k)?),
                     _ => None,
@@ -176,7 +175,7 @@ async fn discovered(
 ) -> Result<EtcdAccess, Stopped> {
     let spell = |i| spec.spelling.spell(i);
     if spec.config.is_none() && spec.token.is_none() {
-        return Err(Stopped::Invalid(format!(
+        return Err(Stopped::input(format!(
             "the etcd members are needed: {} URL[,URL...], {} with the join's \
              JoinConfiguration, or the join line (API_SERVER_ENDPOINT {} ... {} ...); token \
              discovery then finds the members and the etcd CA, as preflight does",
@@ -187,7 +186,7 @@ async fn discovered(
         )));
     }
     if spec.etcd_cacert.is_some() || spec.etcd_cert.is_some() {
-        return Err(Stopped::Invalid(format!(
+        return Err(Stopped::input(format!(
             "{}, {} and {} go with {}; with {} or the join line the etcd CA comes from the \
              cluster",
             spell(Input::EtcdCacert),
@@ -233,7 +232,7 @@ async fn discovered(
         ..PreflightSpec::new(spec.spelling)
     };
     let input = PreflightInput::from_spec(preflight, &Recorder::new(), notes).await?;
-    EtcdAccess::discovered(input).map_err(|e| Stopped::Failed(e.to_string()))
+    EtcdAccess::discovered(input).map_err(Stopped::failed)
 }
 
 /// kubeadm's certificate directory: the join's own etcd client identity
@@ -245,7 +244,7 @@ fn from_cert_dir(
     dir: &Path,
     notes: &dyn Notes,
 ) -> Result<(CaBundle, Option<ClientIdentity>), Stopped> {
-    let invalid = |e: &dyn std::fmt::Display| Stopped::Invalid(e.to_string());
+    let invalid = |e: &dyn std::fmt::Display| Stopped::input(e.to_string());
     let in_cert_dir = |what: &'static str| Named::new(Input::CertDir, what);
     let (cert, key) = (dir.join(CLIENT_CERT), dir.join(CLIENT_KEY));
     if cert.exists() || key.exists() {
@@ -290,5 +289,5 @@ fn load_identity(spelling: Spelling, cert: &Path, key: &Path) -> Result<ClientId
         (spelling.name(Input::EtcdCert), cert),
         (spelling.name(Input::EtcdKey), key),
     )
-    .map_err(|e| Stopped::Invalid(e.to_string()))
+    .map_err(Stopped::invalid)
 }

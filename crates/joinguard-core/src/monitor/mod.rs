@@ -188,7 +188,7 @@ struct ClusterTls {
 impl ClusterTls {
     /// The material of a resolved cluster section.
     fn of(input: &crate::discovery::input::PreflightInput) -> Result<ClusterTls, Stopped> {
-        let invalid = |e: &dyn std::fmt::Display| Stopped::Invalid(e.to_string());
+        let invalid = |e: &dyn std::fmt::Display| Stopped::input(e.to_string());
         let mut tls = ClusterTls::default();
         if let (Some(ca), Some(id)) = (&input.etcd_ca, &input.etcd_identity) {
             tls.etcd = Some(Arc::new(
@@ -262,9 +262,9 @@ pub async fn start(
         let how = match (&s.cacert, s.target.kind) {
             (Some(path), TargetKind::ApiServer) => {
                 let ca = CaBundle::load(Named::new(Input::ApiserverCacert, "cacert"), path)
-                    .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
+                    .map_err(|e| Stopped::input(format!("targets `{}`: {e}", s.name)))?;
                 let tls = TlsClient::new(&ca, None, &[ALPN_HTTP1])
-                    .map_err(|e| Stopped::Invalid(format!("targets `{}`: {e}", s.name)))?;
+                    .map_err(|e| Stopped::input(format!("targets `{}`: {e}", s.name)))?;
                 How::ApiReadyz(Arc::new(tls))
             }
             _ => How::Tcp,
@@ -323,7 +323,7 @@ pub async fn start(
     }
 
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
-        Stopped::Invalid(format!(
+        Stopped::input(format!(
             "cannot listen on {listen} ({e}); pick a free address to listen on"
         ))
     })?;

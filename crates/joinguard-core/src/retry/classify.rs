@@ -221,6 +221,12 @@ pub trait Classify: fmt::Display {
     fn trust_failure(&self) -> Option<&crate::failure::TrustFailure> {
         None
     }
+
+    /// The library error behind this failure, whose words the failure's own text replaced: what
+    /// `-vv` shows under the message (the retry error's `source`).
+    fn cause(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        None
+    }
 }
 
 /// etcd's transient server conditions, as they appear in a gRPC status message or, wrapped, in

@@ -528,7 +528,14 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
     }
 }
 
-impl<E: fmt::Display + fmt::Debug> std::error::Error for RetryError<E> {}
+impl<E: Classify + fmt::Debug> std::error::Error for RetryError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.last {
+            Failure::Op(e) => e.cause(),
+            _ => None,
+        }
+    }
+}
 
 /// How long an attempt runs before the wake-on-connect watcher starts looking at its endpoint. API
 /// and etcd calls answer in milliseconds; an attempt still open after a second may be stuck on a
