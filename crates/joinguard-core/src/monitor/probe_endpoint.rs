@@ -263,7 +263,10 @@ mod tests {
         let (code, body) = answer(&format!("target=127.0.0.1:{port}"), None, cap, &slots).await;
         assert_eq!(code, 200);
         assert!(body.contains("\nprobe_success 1\n"), "{body}");
-        assert!(body.contains("joinguard_probe_round_trip_seconds "), "{body}");
+        assert!(
+            body.contains("joinguard_probe_round_trip_seconds "),
+            "{body}"
+        );
         drop(l);
         let (code, body) = answer(&format!("target=127.0.0.1:{port}"), None, cap, &slots).await;
         assert_eq!(code, 200);
