@@ -1,7 +1,8 @@
 //! Renders `docs/benchmarks.md` and its plots (`docs/img/bench-*.png`, plotters) from the JSON
 //! the benchmarks wrote under `target/bench/` in this run: accuracy and verdict (benches/
 //! compare.rs), recovery (benches/recovery.rs), monitor scale (benches/monitor_scale.rs),
-//! learner promotion (benches/promote.rs) and packaging (scripts/package). A part that did not
+//! learner promotion (benches/promote.rs), the monitor against blackbox_exporter
+//! (benches/blackbox.rs) and packaging (scripts/package). A part that did not
 //! run says so instead of showing old numbers.
 //! `scripts/bench` runs it last; it does no measuring itself.
 
@@ -216,6 +217,77 @@ fn accuracy_table(md: &mut String, a: &Value) {
     }
 }
 
+/// benches/blackbox.rs: both probers' runs, then CPU per 1,000 probes side by side per size.
+fn blackbox_section(md: &mut String, b: &Value) {
+    let _ = writeln!(
+        md,
+        "`joinguard monitor` and Prometheus' blackbox_exporter {} (Debian) probing the same TCP \
+         targets by connect, every {} s with a {} ms timeout, in monitor_scale's netlab layout; \
+         {} runs of each per size, alternating, {} s each ({}, {} CPUs). The exporter is driven \
+         as Prometheus drives it, one `/probe` request per target per interval, by a load \
+         generator in its own process (its CPU is the driver column, charged to neither). CPU \
+         is the prober process' utime + stime from /proc over the window, per 1,000 probes done \
+         in it. joinguard's lag is its own start-lag histogram; blackbox_exporter's is how late \
+         each answer came back after its schedule (the probe included), so the two lag columns \
+         are not the same measure (docs/monitor.md). Goal (issue #52): joinguard's CPU per \
+         1,000 probes at most half of blackbox_exporter's at 10,000 targets.\n",
+        b["blackbox_exporter"].as_str().unwrap_or("?"),
+        b["interval_s"],
+        b["probe_timeout_ms"],
+        b["runs_each"],
+        b["measure_s"],
+        b["date"].as_str().unwrap_or("date not recorded"),
+        b["cpus"],
+    );
+    md.push_str(
+        "| targets | prober | run | probes/s | skipped/s | failures | CPU ms / 1,000 probes | CPU \
+         (% of one core) | peak RSS (MB) | lag p50 (ms) | lag p99 (ms) | driver CPU (%) | load \
+         avg 1m |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in b["rows"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {:.2} |",
+            r["targets"],
+            r["prober"].as_str().unwrap_or("?"),
+            r["run"],
+            f(&r["probes_per_s"]),
+            f(&r["skipped_per_s"]),
+            f(&r["failures"]),
+            f(&r["cpu_ms_per_1000_probes"]),
+            f(&r["cpu_pct_one_core"]),
+            f(&r["peak_rss_mb"]),
+            ms(f(&r["lag_p50_ms"])),
+            ms(f(&r["lag_p99_ms"])),
+            r["loadgen_cpu_pct_one_core"]
+                .as_f64()
+                .map(|x| format!("{x:.1}"))
+                .unwrap_or_default(),
+            f(&r["load_avg_1m"]),
+        );
+    }
+    md.push('\n');
+    for p in b["pairs"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            md,
+            "- {} targets: joinguard {:.1} CPU ms per 1,000 probes, blackbox_exporter {:.1}: \
+             ratio {:.2} (per pair {:.2}-{:.2}), {}.",
+            p["targets"],
+            f(&p["joinguard_cpu_ms_per_1000_probes"]),
+            f(&p["blackbox_cpu_ms_per_1000_probes"]),
+            f(&p["ratio"]),
+            f(&p["ratio_min"]),
+            f(&p["ratio_max"]),
+            if p["joinguard_at_most_half"] == true {
+                "at most half"
+            } else {
+                "NOT at most half"
+            },
+        );
+    }
+    md.push('\n');
+}
+
 fn main() {
     let font: &'static [u8] = Box::leak(
         std::fs::read(FONT)
@@ -228,7 +300,7 @@ fn main() {
 
     let mut md = String::from(
         "# Benchmarks\n\nWritten by `./scripts/bench` (benches/compare.rs, recovery.rs, \
-         monitor_scale.rs, promote.rs, report.rs and scripts/package); every figure below is from one run of \
+         monitor_scale.rs, blackbox.rs, promote.rs, report.rs and scripts/package); every figure below is from one run of \
          it, side by side on one fabric. Do not edit by hand.\n\n",
     );
     let machine = load("accuracy.json")
@@ -747,6 +819,14 @@ fn main() {
         )
         .map_err(|e| println!("plot members: {e}"));
         md.push_str("\n![time to verdict by members](img/bench-members.png)\n\n");
+    } else {
+        md.push_str("Not run in this run.\n\n");
+    }
+
+    // 9. Against blackbox_exporter
+    md.push_str("## 9. Monitor against blackbox_exporter\n\n");
+    if let Some(b) = load("blackbox.json") {
+        blackbox_section(&mut md, &b);
     } else {
         md.push_str("Not run in this run.\n\n");
     }
