@@ -36,6 +36,7 @@ pub(crate) mod stats;
 pub mod status;
 pub mod target;
 pub mod trace;
+mod wire;
 pub mod yaml;
 
 // The short paths: the types a caller of the core names most.

@@ -33,6 +33,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("yaml", 1),
     ("proxy", 1),
     ("probe::identity", 1),
+    ("wire", 1),
     ("kube", 2),
     ("kubeadm", 2),
     ("joinconfig", 2),

@@ -247,3 +247,40 @@ fn every_check_has_a_section_in_the_findings_reference() {
         "checks without a section in docs/preflight.md: {missing:?}"
     );
 }
+
+/// User docs carry no history: no commit hash (a 7-hex-digit word) and no "issue N" in the
+/// README or docs/*.md; measurements stay, stated without them. docs/benchmarks.md is generated
+/// by scripts/bench and dated there, so it is not checked.
+#[test]
+fn user_docs_carry_no_commit_hashes_or_issue_numbers() {
+    let mut files = vec![repo().join("README.md")];
+    for e in std::fs::read_dir(repo().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") && !p.ends_with("benchmarks.md") {
+            files.push(p);
+        }
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let hash = line.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+                w.len() == 7
+                    && w.bytes()
+                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            });
+            let lower = line.to_ascii_lowercase();
+            let issue = lower
+                .match_indices("issue ")
+                .any(|(i, m)| lower[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()));
+            if hash || issue {
+                found.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "history in the user docs:\n{}",
+        found.join("\n")
+    );
+}

@@ -22,7 +22,8 @@ use crate::notes::Notes;
 use crate::probe::identity::{CaBundle, ClientIdentity};
 use crate::secret::Secret;
 use crate::spec::PreflightSpec;
-use crate::{Recorder, Stopped};
+use crate::failure::Stopped;
+use crate::retry::Recorder;
 
 /// kubeadm's file names under the certificate directory.
 const CA: &str = "etcd/ca.crt";

@@ -285,7 +285,7 @@ pub async fn start(
     let mut fixed: Vec<Planned> = planned.clone();
     // The cluster section as given, to resolve again when the etcd client identity is renewed.
     let mut renew: Option<(
-        crate::PreflightSpec,
+        crate::spec::PreflightSpec,
         Option<crate::probe::tls::CertValidity>,
     )> = None;
     if let Some(args) = config.cluster.take() {
@@ -881,7 +881,7 @@ fn renew_in(v: &crate::probe::tls::CertValidity, now: std::time::SystemTime) -> 
 /// lasts.
 async fn renew_loop(
     shared: Arc<Shared>,
-    spec: crate::PreflightSpec,
+    spec: crate::spec::PreflightSpec,
     mut validity: Option<crate::probe::tls::CertValidity>,
 ) {
     const RETRY: Duration = Duration::from_secs(60);
@@ -1146,7 +1146,7 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::Silent)
+        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::notes::Silent)
             .await
             .unwrap();
         let mut slow = tokio::net::TcpStream::connect(m.addr).await.unwrap();
@@ -1188,7 +1188,7 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::Silent)
+        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::notes::Silent)
             .await
             .unwrap();
         let mut held = Vec::new();
@@ -1260,7 +1260,7 @@ mod tests {
             client_ca.display(),
         );
         let config = MonitorConfig::parse(&yaml, "monitor.yaml", &|_| None).unwrap();
-        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::Silent)
+        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::notes::Silent)
             .await
             .unwrap();
 

@@ -8,7 +8,7 @@
 
 #![allow(unsafe_code)] // Registering the raw socket with tokio, and reading into MaybeUninit bytes.
 
-use crate::trace::packet::checksum;
+use crate::wire::packet::checksum;
 use std::collections::HashMap;
 use std::io;
 use std::mem::MaybeUninit;
@@ -88,7 +88,7 @@ impl Pinger {
             }
         };
         sock.set_nonblocking(true)?;
-        crate::trace::socket::enable_rx_timestamps(&sock);
+        crate::wire::socket::enable_rx_timestamps(&sock);
         // SAFETY: `sock` owns its fd, which stays open and unchanged until the AsyncFd (which
         // owns `sock`) is dropped.
         let sock = unsafe { AsyncFd::register(sock) }.map_err(|e| IcmpError::Io(e.into()))?;
@@ -285,7 +285,7 @@ impl Pinger {
                 _ = tokio::time::sleep_until(deadline.into()) => {}
                 r = self.sock.readable() => {
                     let Ok(mut g) = r else { return };
-                    while let Ok(r) = g.try_io(|s| crate::trace::socket::recv_stamped(s.get_ref(), &mut buf)) {
+                    while let Ok(r) = g.try_io(|s| crate::wire::socket::recv_stamped(s.get_ref(), &mut buf)) {
                         let Ok((n, kernel)) = r else { break };
                         // SAFETY: recvmsg initialised the first `n` bytes.
                         let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };

@@ -33,7 +33,7 @@ use socket2::{SockAddr, Socket};
 use tokio::io::unix::AsyncFd;
 
 use super::icmp::{raw_socket, raw_socket6, IcmpError};
-use crate::trace::packet;
+use crate::wire::packet;
 
 /// IPv4 and ICMP echo headers: an echo of `size` bytes on the wire carries `size - 28` of data.
 const HEADERS: u16 = packet::ECHO_HEADERS;
@@ -566,7 +566,7 @@ fn route_interface6(table: &str, dst: Ipv6Addr) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::packet::checksum;
+    use crate::wire::packet::checksum;
 
     #[test]
     fn an_echo_request_makes_a_packet_of_the_size_asked() {

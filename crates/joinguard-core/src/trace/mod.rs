@@ -18,9 +18,7 @@
 
 pub(crate) mod analysis;
 pub mod command;
-pub(crate) mod packet;
 pub mod report;
-pub(crate) mod socket;
 
 use std::collections::HashMap;
 use std::io;
@@ -30,8 +28,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use socket2::Protocol as SockProto;
 
-use packet::{ProbeId, Reply, ReplyKind};
-use socket::RawSocket;
+use crate::wire::packet::{self, ProbeId, Reply, ReplyKind};
+use crate::wire::socket::{self, RawSocket};
 
 pub use crate::spec::TraceProtocol;
 
