@@ -16,14 +16,14 @@ use std::time::Duration;
 use super::{EtcdAccess, NodeRef};
 use crate::discovery::cluster::{etcd_material_from_dir, minted_lifetime_text};
 use crate::discovery::input::PreflightInput;
+use crate::failure::Stopped;
 use crate::input::{Input, Named, Spelling};
 use crate::joinconfig::JoinConfig;
 use crate::notes::Notes;
 use crate::probe::identity::{CaBundle, ClientIdentity};
+use crate::retry::Recorder;
 use crate::secret::Secret;
 use crate::spec::PreflightSpec;
-use crate::failure::Stopped;
-use crate::retry::Recorder;
 
 /// kubeadm's file names under the certificate directory.
 const CA: &str = "etcd/ca.crt";

@@ -1146,9 +1146,13 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::notes::Silent)
-            .await
-            .unwrap();
+        let m = start(
+            config,
+            "127.0.0.1:0".parse().unwrap(),
+            &crate::notes::Silent,
+        )
+        .await
+        .unwrap();
         let mut slow = tokio::net::TcpStream::connect(m.addr).await.unwrap();
         slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
             .await
@@ -1188,9 +1192,13 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::notes::Silent)
-            .await
-            .unwrap();
+        let m = start(
+            config,
+            "127.0.0.1:0".parse().unwrap(),
+            &crate::notes::Silent,
+        )
+        .await
+        .unwrap();
         let mut held = Vec::new();
         for _ in 0..serve::MAX_CONNECTIONS_PER_SOURCE {
             let mut s = tokio::net::TcpStream::connect(m.addr).await.unwrap();
@@ -1260,9 +1268,13 @@ mod tests {
             client_ca.display(),
         );
         let config = MonitorConfig::parse(&yaml, "monitor.yaml", &|_| None).unwrap();
-        let m = start(config, "127.0.0.1:0".parse().unwrap(), &crate::notes::Silent)
-            .await
-            .unwrap();
+        let m = start(
+            config,
+            "127.0.0.1:0".parse().unwrap(),
+            &crate::notes::Silent,
+        )
+        .await
+        .unwrap();
 
         let mut roots = rustls::RootCertStore::empty();
         for c in rustls::pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
