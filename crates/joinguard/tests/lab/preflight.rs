@@ -1018,8 +1018,7 @@ labtest!(
 labtest!(
     /// An etcd endpoint that belongs to another cluster (a second etcd cluster, one member, on a
     /// spare host, with the same CA: an address reused, or a member re-created by a failed
-    /// rollback): preflight exits 1 naming the member and the two cluster IDs, and the real
-    /// etcdctl over the same endpoints gets its answers from both clusters. Without it, the
+    /// rollback): preflight exits 1 naming the member and the two cluster IDs. Without it, the
     /// members agree.
     etcd_preflight_an_endpoint_of_another_cluster_is_unfit,
     lab(3, 1),
@@ -1065,13 +1064,13 @@ labtest!(
             "{m}"
         );
         eprintln!("EtcdMemberAgreement: {m}");
-        // What a join's client does with the same list: the real etcdctl, a new process each
-        // time as kubeadm's client is new each join, balances its calls over every endpoint
-        // given. Its member list (read-only) comes from either cluster, so a member add through
-        // it can land in the wrong one.
+        // What a join's client does with the same list: the real etcdctl (a new process each
+        // time, as kubeadm's client is new each join) over every endpoint given. Which cluster
+        // answers depends on which connection its balancer has ready first: measured, 7 and 1
+        // of 8 calls in one run, 40 of 40 from one cluster in another. Printed, not asserted:
+        // the finding does not rest on it, and neither can the operator.
         let mut ids = std::collections::BTreeMap::<String, usize>::new();
-        // At most 40 calls: with one endpoint in four, all 40 from one cluster is 1 in 10^5.
-        for _ in 0..40 {
+        for _ in 0..16 {
             let out = env
                 .etcd()
                 .etcdctl_to(env.joiner(), &eps)
@@ -1081,11 +1080,7 @@ labtest!(
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
             *ids.entry(v["header"]["cluster_id"].to_string()).or_default() += 1;
-            if ids.len() > 1 && ids.values().sum::<usize>() >= 8 {
-                break;
-            }
         }
         eprintln!("etcdctl member list over the same endpoints, answers per cluster ID: {ids:?}");
-        assert_eq!(ids.len(), 2, "both clusters answer the same client: {ids:?}");
     }
 );
