@@ -214,8 +214,8 @@ pub fn update_status(rt: &Runtime, spec: StatusSpec) -> Ending {
         return stopped("update-status", &Stopped::input(e.clone()));
     }
     let report = StatusReport::new(
-        input.client.server(),
-        input.node_name.clone(),
+        input.server(),
+        input.node_name().to_string(),
         &run,
         &recorder,
     );
@@ -233,18 +233,7 @@ pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
         Ok(s) => s,
         Err(e) => return stopped("trace", &Stopped::invalid(e)),
     };
-    say(&format!(
-        "[trace] tracing {} with {} probes{}{}: {} cycles {} apart, up to {} hops (ends within {})",
-        spec.target,
-        spec.protocol.as_str(),
-        spec.port.map_or(String::new(), |p| format!(" to port {p}")),
-        spec.size
-            .map_or(String::new(), |s| format!(" of {s} bytes with DF set")),
-        spec.cycles,
-        humantime::format_duration(spec.interval),
-        spec.max_hops,
-        humantime::format_duration(spec.timeout)
-    ));
+    say(&format!("[trace] {}", spec.plan()));
     match rt.block_on(trace::trace(&spec)) {
         Ok(t) => {
             let p = TracedPath::new(t);
@@ -259,17 +248,17 @@ pub fn trace(rt: &Runtime, request: TraceSpec) -> Ending {
 
 /// `joinguard monitor`: runs until SIGTERM/SIGINT.
 pub fn monitor(rt: &Runtime, config: &Path, listen: Option<SocketAddr>) -> Ending {
-    let mut config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
-        Ok(c) => c,
-        Err(e) => return stopped("monitor", &Stopped::input(format!("--config {e}"))),
-    };
     let b = crate::version::build_info();
-    config.build = monitor::BuildLabels {
+    let build = monitor::BuildLabels {
         version: b.version.to_string(),
         commit: b.git_commit.to_string(),
         rustc: b.rustc.to_string(),
     };
-    let listen = match (listen, config.listen) {
+    let config = match MonitorConfig::load(config, &|k| std::env::var(k).ok()) {
+        Ok(c) => c.built_by(build),
+        Err(e) => return stopped("monitor", &Stopped::input(format!("--config {e}"))),
+    };
+    let listen = match (listen, config.listen()) {
         (Some(l), _) | (None, Some(l)) => l,
         (None, None) => DEFAULT_LISTEN
             .parse()

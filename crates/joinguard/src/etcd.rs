@@ -4,9 +4,7 @@
 //! token discovery), progress to stderr as it happens, the outcome to stdout, and the exit
 //! code.
 
-use joinguard_core::learner::{
-    self, CleanupSpec, EtcdMemberSpec, EtcdReport, PromoteSpec, Resolved,
-};
+use joinguard_core::learner::{self, EtcdMemberSpec, EtcdReport, Resolved};
 use joinguard_core::{Ending, Recorder, Stopped};
 use tokio::runtime::Runtime;
 
@@ -97,13 +95,7 @@ pub fn promote(rt: &Runtime, args: PromoteArgs) -> Ending {
             return e.ending();
         }
     };
-    let spec = PromoteSpec {
-        access: r.access,
-        node: r.node,
-        timeout: r.timeout,
-        per_attempt: None,
-        learner_metrics_url: Some(args.learner_metrics_url),
-    };
+    let spec = r.into_promote(Some(args.learner_metrics_url));
     let recorder = Recorder::new();
     let display = Progress::stderr(TAG);
     let result = rt.block_on(learner::promote::promote_recorded(
@@ -132,14 +124,7 @@ pub fn cleanup(rt: &Runtime, args: CleanupArgs) -> Ending {
             return e.ending();
         }
     };
-    let spec = CleanupSpec {
-        access: r.access,
-        node: r.node,
-        member_id: args.member_id,
-        dry_run: args.dry_run,
-        timeout: r.timeout,
-        per_attempt: None,
-    };
+    let spec = r.into_cleanup(args.member_id, args.dry_run);
     let recorder = Recorder::new();
     let display = Progress::stderr(TAG);
     let result = rt.block_on(learner::cleanup::cleanup_recorded(

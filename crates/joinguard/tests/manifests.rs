@@ -706,10 +706,10 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
         // hostPath: single files of kubeadm's layout, and no key the monitor does not read.
         let read_key = cfg
             .as_ref()
-            .and_then(|c| c.cluster.as_ref())
+            .and_then(|c| c.cluster())
             .and_then(|c| c.etcd_key.clone());
         let mut wanted_files: Vec<PathBuf> = Vec::new();
-        if let Some(cl) = cfg.as_ref().and_then(|c| c.cluster.as_ref()) {
+        if let Some(cl) = cfg.as_ref().and_then(|c| c.cluster()) {
             for f in [
                 &cl.etcd_cacert,
                 &cl.etcd_cert,
@@ -763,7 +763,7 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
             }
         }
         // kubeadm's own etcd client identity for health checks, not the API server's.
-        if let Some(cl) = cfg.as_ref().and_then(|c| c.cluster.as_ref()) {
+        if let Some(cl) = cfg.as_ref().and_then(|c| c.cluster()) {
             let cert = cl
                 .etcd_cert
                 .as_deref()
@@ -786,7 +786,7 @@ fn review(file: &str, objs: &[Value]) -> Vec<String> {
     } else {
         // The fleet: shard count, and a PodDisruptionBudget over the same pods.
         let replicas = w["spec"]["replicas"].as_u64();
-        let shards = cfg.as_ref().map(|c| c.shard.replicas as u64);
+        let shards = cfg.as_ref().map(|c| c.shard().replicas as u64);
         if replicas != shards {
             p.push(format!(
                 "replicas {replicas:?} differ from shard.replicas {shards:?}"

@@ -57,9 +57,39 @@ pub struct EtcdMemberSpec {
 /// What the command acts on.
 #[derive(Debug)]
 pub struct Resolved {
-    pub access: EtcdAccess,
-    pub node: NodeRef,
-    pub timeout: Duration,
+    pub(crate) access: EtcdAccess,
+    pub(crate) node: NodeRef,
+    pub(crate) timeout: Duration,
+}
+
+impl Resolved {
+    /// `etcd promote`'s work on what was resolved; `learner_metrics_url`: this node's etcd metrics
+    /// listener, read for progress.
+    pub fn into_promote(self, learner_metrics_url: Option<String>) -> super::promote::PromoteSpec {
+        super::promote::PromoteSpec {
+            access: self.access,
+            node: self.node,
+            timeout: self.timeout,
+            per_attempt: None,
+            learner_metrics_url,
+        }
+    }
+
+    /// `etcd cleanup`'s work on what was resolved: this node's member, or `member_id`'s.
+    pub fn into_cleanup(
+        self,
+        member_id: Option<u64>,
+        dry_run: bool,
+    ) -> super::cleanup::CleanupSpec {
+        super::cleanup::CleanupSpec {
+            access: self.access,
+            node: self.node,
+            member_id,
+            dry_run,
+            timeout: self.timeout,
+            per_attempt: None,
+        }
+    }
 }
 
 /// Checks the inputs and finds what they name. `need_node`: promote always needs this node's

@@ -153,34 +153,54 @@ impl Default for Shard {
 /// The validated configuration.
 #[derive(Debug)]
 pub struct MonitorConfig {
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// Each probe's start moves by up to +-jitter x interval, so replicas and targets do not
     /// probe in lockstep.
-    pub jitter: f64,
-    pub probe_timeout: Duration,
+    pub(crate) jitter: f64,
+    pub(crate) probe_timeout: Duration,
     /// Samples per (target, probe) the checks judge: the sliding window.
-    pub window: usize,
-    pub max_targets: usize,
-    pub member_list_interval: Duration,
+    pub(crate) window: usize,
+    pub(crate) max_targets: usize,
+    pub(crate) member_list_interval: Duration,
     /// How often each host's path MTU is probed (0: never). Needs CAP_NET_RAW.
-    pub path_mtu_interval: Duration,
-    pub listen: Option<SocketAddr>,
+    pub(crate) path_mtu_interval: Duration,
+    pub(crate) listen: Option<SocketAddr>,
     /// Serve `/probe?target=...&module=...` (blackbox_exporter's interface), so a Prometheus
     /// drives probes through relabelling. Off by default: it makes the monitor connect where a
     /// request asks.
-    pub probe_endpoint: bool,
-    pub targets: Vec<StaticTarget>,
+    pub(crate) probe_endpoint: bool,
+    pub(crate) targets: Vec<StaticTarget>,
     /// preflight's inputs for the cluster section, ready for `PreflightInput::from_spec`.
-    pub cluster: Option<PreflightSpec>,
-    pub shard: Shard,
+    pub(crate) cluster: Option<PreflightSpec>,
+    pub(crate) shard: Shard,
     /// Which joinguard this is, for `joinguard_build_info` (not from the file: the binary sets
     /// it).
-    pub build: super::metrics::BuildLabels,
+    pub(crate) build: super::metrics::BuildLabels,
     /// HTTPS (and, with a client CA, mutual TLS) for the endpoints; plain HTTP when `None`.
-    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl MonitorConfig {
+    /// The same configuration, labelled with the joinguard that runs it (`joinguard_build_info`).
+    pub fn built_by(self, build: super::metrics::BuildLabels) -> MonitorConfig {
+        MonitorConfig { build, ..self }
+    }
+
+    /// The cluster section's preflight inputs, when the file has one.
+    pub fn cluster(&self) -> Option<&PreflightSpec> {
+        self.cluster.as_ref()
+    }
+
+    /// Which shard of the fleet this instance probes.
+    pub fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    /// The address to serve on from the file (`listen`), if it names one.
+    pub fn listen(&self) -> Option<SocketAddr> {
+        self.listen
+    }
+
     /// Reads and validates `path`. `pod_name` looks up an environment variable (injected so tests
     /// need not touch the process environment).
     pub fn load(

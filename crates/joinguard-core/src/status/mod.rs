@@ -69,15 +69,15 @@ impl Era {
 /// What update-status works with, validated.
 #[derive(Debug)]
 pub struct StatusInput {
-    pub client: ApiClient,
-    pub node_name: String,
-    pub advertise_address: Option<IpAddr>,
-    pub bind_port: u16,
-    pub budgets: Budgets,
+    pub(crate) client: ApiClient,
+    pub(crate) node_name: String,
+    pub(crate) advertise_address: Option<IpAddr>,
+    pub(crate) bind_port: u16,
+    pub(crate) budgets: Budgets,
     /// The whole command's deadline.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// How the user spelled the inputs, for a message about them.
-    pub spelling: Spelling,
+    pub(crate) spelling: Spelling,
 }
 
 /// How one operation ended.
@@ -261,6 +261,16 @@ pub enum StatusInputError {
 }
 
 impl StatusInput {
+    /// The API server the writes go to, as `https://host:port`.
+    pub fn server(&self) -> String {
+        self.client.server()
+    }
+
+    /// The node whose status is written.
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
     /// Validates the flags (and the files they name) into an input. Every error names its flag.
     pub fn from_spec(
         a: &StatusSpec,

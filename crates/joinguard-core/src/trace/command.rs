@@ -82,6 +82,23 @@ pub enum ResolveError {
 }
 
 impl TraceInput {
+    /// What the trace will do, in one sentence for the progress line: `tracing 198.18.0.2 with
+    /// tcp probes to port 2379: 10 cycles 1s apart, up to 30 hops (ends within 30s)`.
+    pub fn plan(&self) -> String {
+        format!(
+            "tracing {} with {} probes{}{}: {} cycles {} apart, up to {} hops (ends within {})",
+            self.target,
+            self.protocol.as_str(),
+            self.port.map_or(String::new(), |p| format!(" to port {p}")),
+            self.size
+                .map_or(String::new(), |s| format!(" of {s} bytes with DF set")),
+            self.cycles,
+            humantime::format_duration(self.interval),
+            self.max_hops,
+            humantime::format_duration(self.timeout)
+        )
+    }
+
     /// `joinguard trace`'s validated input, the target resolved. Every error names the input it is
     /// about, as the user gave it.
     pub async fn from_spec(a: &TraceSpec) -> Result<TraceInput, TraceInputError> {

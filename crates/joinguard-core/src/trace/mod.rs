@@ -40,26 +40,26 @@ pub const UDP_BASE_PORT: u16 = 33434;
 #[derive(Clone, Debug)]
 pub struct TraceInput {
     /// The target as the user gave it (a name or an address), for the report.
-    pub label: String,
-    pub target: IpAddr,
-    pub protocol: TraceProtocol,
+    pub(crate) label: String,
+    pub(crate) target: IpAddr,
+    pub(crate) protocol: TraceProtocol,
     /// Destination port (TCP: required; UDP: fixed port instead of 33434 + n; ICMP: unused).
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// Probes per hop.
-    pub cycles: u32,
-    pub max_hops: u8,
+    pub(crate) cycles: u32,
+    pub(crate) max_hops: u8,
     /// Time between the starts of two cycles.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// How long one probe waits for its reply before it counts as lost.
-    pub probe_timeout: Duration,
+    pub(crate) probe_timeout: Duration,
     /// The whole trace ends by then.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Look up hop names by reverse DNS.
-    pub dns: bool,
+    pub(crate) dns: bool,
     /// Size of each probe (the whole IP packet, bytes), sent with DF set; `None`: small probes
     /// as mtr sends them by default. Where a router answers "fragmentation needed", the hop
     /// records the MTU and later probes shrink to it, as tracepath does.
-    pub size: Option<u16>,
+    pub(crate) size: Option<u16>,
 }
 
 /// Why a trace could not run.
