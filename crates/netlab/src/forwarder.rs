@@ -312,7 +312,11 @@ fn tune_thread() {
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
-    let param = libc::sched_param { sched_priority: 10 };
+    // Zeroed, then the priority: musl's sched_param has more fields than glibc's (reserved ones
+    // for SCHED_SPORADIC), and zero is what both want in them.
+    // SAFETY: sched_param is plain integers (and, on musl, timespecs), for which zero is valid.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = 10;
     // SAFETY: `param` is a valid sched_param for the duration of the call; pid 0 is this thread.
     unsafe {
         libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
@@ -343,7 +347,7 @@ fn run(sh: Arc<Shared>, devices: Vec<tun::Device>, seed: u64) {
             .unwrap_or(IDLE_WAKE)
             .min(IDLE_WAKE);
         let ts = libc::timespec {
-            tv_sec: wait.as_secs() as libc::time_t,
+            tv_sec: wait.as_secs() as _, // at most IDLE_WAKE; time_t is deprecated on musl
             tv_nsec: wait.subsec_nanos() as libc::c_long,
         };
         // SAFETY: `pollfds` is a valid array of `n` pollfd structs for the call, `ts` lives

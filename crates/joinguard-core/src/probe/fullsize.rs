@@ -150,11 +150,20 @@ fn tcp_info(s: &impl AsRawFd) -> io::Result<libc::tcp_info> {
             &mut len,
         )
     };
-    if r == 0 {
-        Ok(info)
-    } else {
-        Err(io::Error::last_os_error())
+    if r != 0 {
+        return Err(io::Error::last_os_error());
     }
+    // A kernel older than the fields read here, or an emulator (qemu-user copies 4 bytes for
+    // every TCP option), fills less: the zeroes left would read as an MSS of 0.
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans)
+        + std::mem::size_of_val(&info.tcpi_total_retrans);
+    if (len as usize) < needed {
+        return Err(io::Error::other(format!(
+            "the kernel filled {len} bytes of tcp_info, fewer than the {needed} that hold the MSS \
+             and retransmission counts"
+        )));
+    }
+    Ok(info)
 }
 
 #[cfg(test)]
