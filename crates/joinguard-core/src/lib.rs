@@ -29,6 +29,7 @@ pub mod probe;
 pub mod proxy;
 pub(crate) mod render;
 pub mod retry;
+pub(crate) mod sample;
 pub(crate) mod sampling;
 pub mod secret;
 pub mod spec;

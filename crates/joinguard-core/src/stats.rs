@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::probe::{ProbeFailure, ProbeKind, Sample};
+use crate::sample::{ProbeFailure, ProbeKind, Sample};
 use crate::target::Target;
 
 /// How many of the highest values the robust figures discard out of `n`: a tenth, at least one,

@@ -33,7 +33,7 @@ use zeroize::Zeroizing;
 use crate::input::Named;
 use crate::probe::identity::{CaBundle, ClientIdentity, IdentityError, ALPN_HTTP1};
 use crate::probe::tls::{self, TlsClient, TlsFailure};
-use crate::probe::ProbeFailure;
+use crate::sample::ProbeFailure;
 
 pub use error::{ApiCallError, ApiError, TransportError};
 pub use kubeconfig::{Credentials, Kubeconfig, KubeconfigError};
