@@ -254,14 +254,7 @@ fn ipv6_authority(kind: TargetKind, url: &str, bare: bool) -> Result<Option<Stri
     if let Ok(ip) = authority.parse::<std::net::Ipv6Addr>() {
         // `::1:6443` is an address, but one typed by someone who meant port 6443: a bare value
         // whose last group reads as a well-known port is refused as ambiguous.
-        let port_like = authority
-            .rsplit_once(':')
-            .filter(|(a, p)| {
-                matches!(*p, "443" | "6443" | "2379" | "2380")
-                    && a.parse::<std::net::Ipv6Addr>().is_ok()
-            })
-            .map(|(a, p)| format!("[{a}]:{p}"));
-        if let (true, Some(suggest)) = (bare, port_like) {
+        if let (true, Some(suggest)) = (bare, port_like_ipv6(authority)) {
             return Err(UrlProblem::Unbracketed { suggest });
         }
         if bare {
@@ -288,6 +281,21 @@ fn ipv6_authority(kind: TargetKind, url: &str, bare: bool) -> Result<Option<Stri
         }
     }
     Ok(None)
+}
+
+/// `::1:6443` is an IPv6 address, but one typed by someone who meant port 6443 of `::1`: when the
+/// last group of an unbracketed address is a port the join uses (443, 6443, 2379, 2380) and the
+/// rest is an address too, the bracketed host and port (`[::1]:6443`) it was likely meant as.
+pub(crate) fn port_like_ipv6(value: &str) -> Option<String> {
+    value
+        .parse::<std::net::Ipv6Addr>()
+        .ok()
+        .and(value.rsplit_once(':'))
+        .filter(|(a, p)| {
+            matches!(*p, "443" | "6443" | "2379" | "2380")
+                && a.parse::<std::net::Ipv6Addr>().is_ok()
+        })
+        .map(|(a, p)| format!("[{a}]:{p}"))
 }
 
 /// The bracketed form of a URL (or a bare `host:port`) whose host is an unbracketed IPv6

@@ -21,7 +21,7 @@ macro_rules! guide {
     ($path:literal) => {
         concat!(
             $path,
-            " in joinguard's documentation (",
+            " (the .deb installs it under /usr/share/doc/joinguard/; source: ",
             env!("CARGO_PKG_REPOSITORY"),
             ")"
         )
@@ -1148,6 +1148,18 @@ pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(a) = s.parse::<std::net::SocketAddr>() {
         return Ok(a);
     }
+    // `::1:9810` is one address, but likely typed for port 9810 of `::1`: unbracketed, an address
+    // whose last group could be a port is refused with both readings.
+    if let Some((a, p)) = s.rsplit_once(':').filter(|(a, p)| {
+        s.parse::<std::net::Ipv6Addr>().is_ok()
+            && p.parse::<u16>().is_ok()
+            && a.parse::<std::net::Ipv6Addr>().is_ok()
+    }) {
+        return Err(format!(
+            "`{s}` reads as one IPv6 address whose last group could be a port; write [{a}]:{p} to \
+             listen on port {p}, or [{s}] for that address on port 9810"
+        ));
+    }
     s.trim_start_matches('[')
         .trim_end_matches(']')
         .parse::<std::net::IpAddr>()
@@ -1508,6 +1520,15 @@ mod tests {
             assert_eq!(parse_listen(given).unwrap().to_string(), want, "{given}");
         }
         assert!(parse_listen("node-1:9810").unwrap_err().contains("bare IP"));
+        assert_eq!(
+            parse_listen("::1:9810").unwrap_err(),
+            "`::1:9810` reads as one IPv6 address whose last group could be a port; write \
+             [::1]:9810 to listen on port 9810, or [::1:9810] for that address on port 9810"
+        );
+        assert_eq!(
+            parse_listen("[::1:9810]").unwrap().to_string(),
+            "[::1:9810]:9810"
+        );
     }
 
     #[test]

@@ -203,6 +203,43 @@ fn every_page_a_man_page_names_exists() {
     );
 }
 
+/// Every docs page the help and man pages send a reader to exists, and the .deb installs it
+/// where the help says (/usr/share/doc/joinguard/docs/): a node with the package has the page.
+#[test]
+fn every_docs_page_the_help_names_is_in_the_deb() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = joinguard(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let mut named = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let page = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        let mut rest = page.as_str();
+        while let Some(at) = rest.find("docs/") {
+            let tail = &rest[at..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "/-_.".contains(c)))
+                .unwrap_or(tail.len());
+            let path = tail[..end].trim_end_matches('.');
+            if path.ends_with(".md") {
+                named.insert(path.to_string());
+            }
+            rest = &tail[end..];
+        }
+    }
+    assert!(named.len() >= 3, "{named:?}");
+    let manifest = std::fs::read_to_string(repo().join("crates/joinguard/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(r#"["../../docs/*.md", "usr/share/doc/joinguard/docs/", "644"]"#),
+        "the .deb does not install docs/*.md under /usr/share/doc/joinguard/docs/"
+    );
+    for path in &named {
+        assert!(
+            repo().join(path).is_file(),
+            "the help names {path}, which does not exist"
+        );
+    }
+}
+
 #[test]
 fn version_reports_the_build() {
     let (code, out, _) = joinguard(&["version"]);

@@ -372,7 +372,8 @@ impl MonitorConfig {
             return Err(field(
                 "targets",
                 "nothing to monitor: give `targets` (a static list) and/or a `cluster` section \
-                 (the inputs of joinguard preflight); see docs/monitor.md"
+                 (the inputs of joinguard preflight); docs/monitor.md describes both (the .deb installs it \
+                 under /usr/share/doc/joinguard/)"
                     .into(),
             ));
         }

@@ -56,6 +56,11 @@ pub enum TraceInputError {
     TargetIsUrl(String),
     #[error("TARGET `{target}`: `{port}` is not a port (1 to 65535)")]
     BadPort { target: String, port: String },
+    #[error(
+        "TARGET `{target}` reads as one IPv6 address whose last group looks like a port; to \
+         trace that port write {suggest}, to trace the address itself write [{target}]"
+    )]
+    AmbiguousIpv6 { target: String, suggest: String },
     #[error("TARGET `{host}`: {source}")]
     Resolve {
         host: String,
@@ -243,7 +248,13 @@ fn split_target(t: &str) -> Result<(String, Option<u16>), TraceInputError> {
                     })?;
             Ok((h.to_string(), Some(port)))
         }
-        _ => Ok((t.to_string(), None)),
+        _ => match crate::target::port_like_ipv6(t) {
+            Some(suggest) => Err(TraceInputError::AmbiguousIpv6 {
+                target: t.to_string(),
+                suggest,
+            }),
+            None => Ok((t.to_string(), None)),
+        },
     }
 }
 
@@ -284,6 +295,20 @@ mod tests {
         );
         assert_eq!(split_target("etcd-1").unwrap(), ("etcd-1".into(), None));
         assert_eq!(split_target("::1").unwrap(), ("::1".into(), None));
+        assert_eq!(
+            split_target("[::1]:6443").unwrap(),
+            ("::1".into(), Some(6443))
+        );
+        // An address whose last group is not a join port is taken as given.
+        assert_eq!(
+            split_target("fd00::2:22").unwrap(),
+            ("fd00::2:22".into(), None)
+        );
+        assert_eq!(
+            split_target("::1:6443").unwrap_err().to_string(),
+            "TARGET `::1:6443` reads as one IPv6 address whose last group looks like a port; to \
+             trace that port write [::1]:6443, to trace the address itself write [::1:6443]"
+        );
         assert!(split_target("h:0")
             .unwrap_err()
             .to_string()
